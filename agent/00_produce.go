@@ -1,0 +1,153 @@
+package agent
+
+// Produce (key 0), versions 0–11 advertised, 3–11 served.
+//
+// Produce v0–2 (message format v0/v1) are advertised only because librdkafka
+// stops compressing when Produce v0 is missing; such requests are answered
+// with UNSUPPORTED_VERSION per partition, as Kafka 4 does. v12 (KIP-890
+// implicit transactions) and v13 (topic ids) are not served.
+//
+// Each partition's batches are validated as a Kafka broker validates them
+// (kafkaproto.ValidateProduced, plus the topic's max.message.bytes), then join
+// the agent's pending object. acks=1 and acks=-1 both wait until the object is
+// in the bucket and committed; acks=0 gets no answer, and a failure closes
+// the connection as Kafka does.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.Produce), AdvertisedMin: 0, HandledMin: 0, Max: 11})
+}
+
+func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	start := time.Now()
+
+	// waiters of the accepted partitions, in response order.
+	var waiters []*produceWaiter
+	failed := false
+
+	// Enqueue in this connection's request order.
+	<-r.prev
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		topic, ok, err := a.topics.get(ctx, rt.Topic)
+		if err != nil {
+			a.log.Warn("produce: topic lookup failed", "topic", rt.Topic, "err", err)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			sp.LogAppendTime = -1
+			sp.LogStartOffset = -1
+			code := func() *kerr.Error {
+				switch {
+				case req.Version < 3:
+					return kerr.UnsupportedVersion
+				case err != nil:
+					return kerr.KafkaStorageError
+				case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:
+					return kerr.UnknownTopicOrPartition
+				}
+				b, code := validateProduceRecords(req.Version, rp.Records, maxMessageBytes(topic))
+				if code != nil {
+					return code
+				}
+				pw, aerr := a.batcher.add(topic.ID, rp.Partition, []produceBatch{b})
+				if aerr != nil {
+					return kerr.NotLeaderForPartition
+				}
+				waiters = append(waiters, pw)
+				a.metrics.producedBytes.Add(float64(len(rp.Records)))
+				a.metrics.producedRecords.Add(float64(b.records))
+				return nil
+			}()
+			if code != nil {
+				sp.ErrorCode = code.Code
+				failed = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	close(r.next)
+
+	if req.Acks == 0 {
+		if failed {
+			return nil, errors.New("acks=0 produce failed validation")
+		}
+		return nil, nil
+	}
+	for _, pw := range waiters {
+		<-pw.done
+	}
+	i := 0
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			sp := &resp.Topics[ti].Partitions[pi]
+			if sp.ErrorCode != 0 {
+				continue
+			}
+			pw := waiters[i]
+			i++
+			if pw.err != nil {
+				sp.ErrorCode = pw.err.Code
+				continue
+			}
+			sp.BaseOffset = pw.baseOffset
+		}
+	}
+	a.metrics.produceSeconds.Observe(time.Since(start).Seconds())
+	return resp, nil
+}
+
+// validateProduceRecords checks one partition's records as Kafka's
+// ProduceRequest.validateRecords and log validation do: exactly one v2 batch
+// (INVALID_RECORD otherwise, magic 0/1 included), zstd only from Produce v7
+// (UNSUPPORTED_COMPRESSION_TYPE), then the batch's own checks and the
+// topic's max.message.bytes.
+func validateProduceRecords(version int16, records []byte, maxBytes int64) (produceBatch, *kerr.Error) {
+	raw, err := kafkaproto.SplitBatches(records)
+	if err != nil {
+		// A v0/v1 message set does not split as v2 batches do; Kafka
+		// rejects every non-v2 payload with INVALID_RECORD.
+		if h, herr := kafkaproto.ParseBatchHeader(records); herr == nil && h.Magic != 2 {
+			return produceBatch{}, kerr.InvalidRecord
+		}
+		return produceBatch{}, kerr.CorruptMessage
+	}
+	if len(raw) != 1 {
+		return produceBatch{}, kerr.InvalidRecord
+	}
+	b := raw[0]
+	h, err := kafkaproto.ValidateProduced(b)
+	if err != nil {
+		if h.Magic != 2 && h.Length > 0 {
+			return produceBatch{}, kerr.InvalidRecord
+		}
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return produceBatch{}, ke
+		}
+		return produceBatch{}, kerr.CorruptMessage
+	}
+	if h.Codec() == 4 && version < 7 {
+		return produceBatch{}, kerr.UnsupportedCompressionType
+	}
+	if int64(len(b)) > maxBytes {
+		return produceBatch{}, kerr.MessageTooLarge
+	}
+	return produceBatch{data: b, records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp}, nil
+}

@@ -1,0 +1,204 @@
+package agent
+
+// Fetch (key 1), versions 4–16.
+//
+// Reads the index entries covering each requested offset, GETs their byte
+// ranges through the read cache, rewrites each batch's base offset (outside
+// the CRC) and returns whole batches up to the partition and response byte
+// limits — but always at least one whole batch (KIP-74). A fetch at the high
+// watermark returns nothing and is no error; outside [log start, high
+// watermark] it is OFFSET_OUT_OF_RANGE.
+//
+// Long polling: while fewer than MinBytes are ready and MaxWaitMillis has not
+// passed, the fetch waits; a commit by this agent wakes it at once, commits
+// by other agents are noticed within RemotePollInterval.
+//
+// Fetch sessions (KIP-227) are declined: every answer carries session id 0,
+// so clients keep sending full fetches. v13+ name topics by id.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.Fetch), AdvertisedMin: 4, HandledMin: 4, Max: 16})
+}
+
+// lookupLimit bounds the index entries read per partition per fetch.
+const lookupLimit = 64
+
+func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.FetchRequest)
+	start := time.Now()
+	if req.SessionID != 0 {
+		// We never hand out sessions, so any session id is unknown.
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	deadline := start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		wake := a.commits.wait() // taken before reading so no commit is missed
+		resp, n, anyErr := a.fetchOnce(ctx, req)
+		now := time.Now()
+		if n >= int64(req.MinBytes) || anyErr || !now.Before(deadline) {
+			a.metrics.fetchSeconds.Observe(time.Since(start).Seconds())
+			a.metrics.fetchedBytes.Add(float64(n))
+			return resp, nil
+		}
+		poll := time.NewTimer(min(a.cfg.RemotePollInterval, deadline.Sub(now)))
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-a.stopping:
+			poll.Stop()
+			return resp, nil
+		case <-ctx.Done():
+			poll.Stop()
+			return resp, nil
+		}
+		poll.Stop()
+	}
+}
+
+// fetchOnce builds one answer from what is committed now. It returns the
+// record bytes it holds and whether any partition carries an error.
+func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int64, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	remaining := int64(req.MaxBytes)
+	if req.Version < 3 || remaining <= 0 {
+		remaining = 1<<31 - 1
+	}
+	var total int64
+	anyErr := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var (
+			topic metadata.Topic
+			ok    bool
+			err   error
+		)
+		if req.Version >= 13 {
+			topic, ok, err = a.topics.getID(ctx, metadata.TopicID(rt.TopicID))
+		} else {
+			topic, ok, err = a.topics.get(ctx, rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case err != nil:
+				sp.ErrorCode = kerr.KafkaStorageError.Code
+			case !ok && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				limit := min(int64(rp.PartitionMaxBytes), remaining)
+				if rp.PartitionMaxBytes <= 0 {
+					limit = remaining
+				}
+				n, code := a.fetchPartition(ctx, topic.ID, rp.FetchOffset, limit, total == 0, &sp)
+				if code != nil {
+					sp.ErrorCode = code.Code
+				}
+				total += n
+				remaining -= n
+			}
+			if sp.ErrorCode != 0 {
+				anyErr = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, anyErr
+}
+
+// fetchPartition fills sp with the batches from offset on, up to limit bytes
+// (or one whole batch when first is true and the first batch is larger).
+func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
+	st, err := a.store.Partition(ctx, topic, sp.Partition)
+	if err != nil {
+		if errors.Is(err, metadata.ErrUnknownTopic) {
+			return 0, kerr.UnknownTopicOrPartition
+		}
+		a.log.Warn("fetch: partition state failed", "err", err)
+		return 0, kerr.KafkaStorageError
+	}
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, st.NextOffset, st.LogStartOffset
+	if offset < st.LogStartOffset || offset > st.NextOffset {
+		return 0, kerr.OffsetOutOfRange
+	}
+	if offset == st.NextOffset {
+		return 0, nil
+	}
+	entries, err := a.store.Lookup(ctx, topic, sp.Partition, offset, max(limit, 1), lookupLimit)
+	if err != nil {
+		if errors.Is(err, metadata.ErrOffsetOutOfRange) {
+			return 0, kerr.OffsetOutOfRange
+		}
+		a.log.Warn("fetch: index lookup failed", "err", err)
+		return 0, kerr.KafkaStorageError
+	}
+	var out []byte
+	for _, e := range entries {
+		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
+		if err != nil {
+			if len(out) > 0 {
+				break // serve what we have; the client asks again
+			}
+			a.log.Warn("fetch: object read failed", "key", e.ObjectKey, "err", err)
+			return 0, kerr.KafkaStorageError
+		}
+		var full bool
+		out, full = appendBatches(out, data, e.BaseOffset, offset, limit, first)
+		if full {
+			break
+		}
+	}
+	sp.RecordBatches = out
+	return int64(len(out)), nil
+}
+
+// appendBatches copies the batches of one run (whose first batch has offset
+// base) that end after offset into out, with their base offsets rewritten,
+// until limit would be passed. The first batch of a fetch is taken whatever
+// its size when first is set (KIP-74). It reports whether limit was reached.
+func appendBatches(out, run []byte, base, offset, limit int64, first bool) ([]byte, bool) {
+	for len(run) >= kafkaproto.BatchHeaderSize {
+		h, err := kafkaproto.ParseBatchHeader(run)
+		if err != nil || h.TotalSize() > len(run) {
+			return out, true // cannot happen for objects we wrote; stop here
+		}
+		b := run[:h.TotalSize()]
+		run = run[h.TotalSize():]
+		next := base + int64(h.LastOffsetDelta) + 1
+		if next <= offset {
+			base = next
+			continue
+		}
+		if int64(len(out)+len(b)) > limit && (len(out) > 0 || !first) {
+			return out, true
+		}
+		at := len(out)
+		out = append(out, b...)
+		kafkaproto.SetBaseOffset(out[at:], base)
+		// The partition leader epoch is outside the CRC; every floe batch
+		// belongs to epoch 0, the epoch Metadata reports.
+		binary.BigEndian.PutUint32(out[at+12:], 0)
+		base = next
+	}
+	return out, false
+}

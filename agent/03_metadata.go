@@ -1,0 +1,168 @@
+package agent
+
+// Metadata (key 3), versions 0–12.
+//
+// Brokers are the live agents. Any agent can serve any partition; each
+// partition's "leader" is picked by hashing the topic and partition over the
+// live agents (over those in the client's zone when its client id names one
+// with floe_az=ZONE), which spreads clients' connections. Every partition has
+// leader epoch 0 and its leader as sole replica and ISR.
+//
+// Unknown topics are created when the agent allows auto-creation and the
+// request does (v4+ AllowAutoTopicCreation; always below v4, as in Kafka).
+// v10+ carry real non-zero topic ids.
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.Metadata), AdvertisedMin: 0, HandledMin: 0, Max: 12})
+}
+
+// clusterID is reported in Metadata and DescribeCluster.
+const clusterID = "floe"
+
+func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	live := a.liveAgents()
+	for _, l := range live {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = l.NodeID, l.Host, l.Port
+		if l.Zone != "" {
+			z := l.Zone
+			b.Rack = &z
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	cid := clusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = live[0].NodeID
+	resp.AuthorizedOperations = -2147483648
+
+	all, err := a.topics.all(ctx)
+	if err != nil {
+		return nil, err // cannot even list topics: let the client retry elsewhere
+	}
+	var topics []metadata.Topic
+	var missing []kmsg.MetadataResponseTopic
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		for _, t := range all {
+			topics = append(topics, t)
+		}
+		sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
+	}
+	autoCreate := a.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, rt := range req.Topics {
+		t, ok, code := a.resolveMetadataTopic(ctx, rt, all, autoCreate)
+		if ok {
+			topics = append(topics, t)
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, code.Code
+		missing = append(missing, mt)
+	}
+	for _, t := range topics {
+		resp.Topics = append(resp.Topics, a.metadataTopic(t, live, r.c.zone))
+	}
+	resp.Topics = append(resp.Topics, missing...)
+	return resp, nil
+}
+
+func (a *Agent) resolveMetadataTopic(ctx context.Context, rt kmsg.MetadataRequestTopic, all map[string]metadata.Topic, autoCreate bool) (metadata.Topic, bool, *kerr.Error) {
+	if rt.Topic == nil {
+		t, ok, err := a.topics.getID(ctx, metadata.TopicID(rt.TopicID))
+		if err != nil {
+			return t, false, kerr.UnknownServerError
+		}
+		if !ok {
+			return t, false, kerr.UnknownTopicID
+		}
+		return t, true, nil
+	}
+	name := *rt.Topic
+	if t, ok := all[name]; ok {
+		return t, true, nil
+	}
+	t, ok, err := a.topics.get(ctx, name)
+	if err != nil {
+		return t, false, kerr.UnknownServerError
+	}
+	if ok {
+		return t, true, nil
+	}
+	if validTopicName(name) != nil {
+		return t, false, kerr.InvalidTopicException
+	}
+	if !autoCreate {
+		return t, false, kerr.UnknownTopicOrPartition
+	}
+	t, err = a.store.CreateTopic(ctx, name, a.cfg.DefaultPartitions, nil)
+	if errors.Is(err, metadata.ErrTopicExists) {
+		t, err = a.store.Topic(ctx, name) // created concurrently elsewhere
+	}
+	if err != nil {
+		a.log.Warn("auto-create topic failed", "topic", name, "err", err)
+		return t, false, kerr.LeaderNotAvailable
+	}
+	a.topics.invalidate()
+	a.log.Info("topic auto-created", "topic", name, "partitions", t.Partitions)
+	return t, true, nil
+}
+
+func (a *Agent) metadataTopic(t metadata.Topic, live []metadata.Agent, zone string) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.AuthorizedOperations = -2147483648
+	candidates := zoneAgents(live, zone)
+	for p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.Leader = leaderFor(t.Name, p, candidates)
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{mp.Leader}
+		mp.ISR = []int32{mp.Leader}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// zoneAgents returns the agents in zone, or all of them when none is (or no
+// zone was named).
+func zoneAgents(live []metadata.Agent, zone string) []metadata.Agent {
+	if zone == "" {
+		return live
+	}
+	var in []metadata.Agent
+	for _, l := range live {
+		if l.Zone == zone {
+			in = append(in, l)
+		}
+	}
+	if len(in) == 0 {
+		return live
+	}
+	return in
+}
+
+// leaderFor spreads partitions over agents: consecutive partitions of a
+// topic land on consecutive agents, starting at a per-topic hash.
+func leaderFor(topic string, partition int32, agents []metadata.Agent) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(topic))
+	i := (uint64(h.Sum32()) + uint64(partition)) % uint64(len(agents))
+	return agents[i].NodeID
+}

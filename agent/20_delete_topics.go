@@ -1,0 +1,75 @@
+package agent
+
+// DeleteTopics (key 20), versions 0–6. v6 may name topics by id.
+//
+// A deleted topic's index rows go with it; its objects become garbage for the
+// compactor. Produces in flight to it fail with UNKNOWN_TOPIC_OR_PARTITION at
+// commit.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.DeleteTopics), AdvertisedMin: 0, HandledMin: 0, Max: 6})
+}
+
+func (a *Agent) handleDeleteTopics(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	type target struct {
+		name *string
+		id   [16]byte
+	}
+	var targets []target
+	if req.Version >= 6 {
+		for _, t := range req.Topics {
+			targets = append(targets, target{t.Topic, t.TopicID})
+		}
+	} else {
+		for _, n := range req.TopicNames {
+			targets = append(targets, target{name: &n})
+		}
+	}
+	for _, tg := range targets {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = tg.name, tg.id
+		name := ""
+		if tg.name != nil {
+			name = *tg.name
+		} else {
+			t, ok, err := a.topics.getID(ctx, metadata.TopicID(tg.id))
+			switch {
+			case err != nil:
+				st.ErrorCode = kerr.UnknownServerError.Code
+			case !ok:
+				st.ErrorCode = kerr.UnknownTopicID.Code
+			default:
+				name = t.Name
+				st.Topic = &t.Name
+			}
+		}
+		if st.ErrorCode == 0 {
+			err := a.store.DeleteTopic(ctx, name)
+			switch {
+			case errors.Is(err, metadata.ErrUnknownTopic):
+				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case err != nil:
+				a.log.Warn("delete topic failed", "topic", name, "err", err)
+				st.ErrorCode = kerr.UnknownServerError.Code
+			default:
+				a.log.Info("topic deleted", "topic", name)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	a.topics.invalidate()
+	return resp, nil
+}

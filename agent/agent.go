@@ -1,0 +1,341 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"floe/metadata"
+	"floe/storage"
+)
+
+// Agent is one floe agent process's Kafka server.
+//
+// Ownership: the listener, HTTP server and background loops are started by
+// Start and owned by the Agent's WaitGroup; Close cancels them and waits.
+// Shared mutable state is either guarded by the mutex declared right above it
+// or owned by the batcher (see batcher.go).
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	store   metadata.Store
+	bucket  storage.Bucket // instrumented with metrics
+	cache   *storage.Cache
+	metrics *metrics
+	batcher *batcher
+	topics  *topicCache
+	commits *broadcaster // woken after every local commit
+
+	id     string
+	self   metadata.Agent // registered identity, NodeID set by the store
+	ln     net.Listener
+	httpLn net.Listener
+	httpSv *http.Server
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background loops
+	connWG sync.WaitGroup // connection goroutines
+
+	viewMu sync.Mutex
+	live   []metadata.Agent // last known live agents, sorted by NodeID
+
+	stopping chan struct{} // closed when Close begins: long polls return early
+
+	connMu  sync.Mutex
+	conns   map[*conn]struct{}
+	closing bool
+}
+
+// New builds an agent over a metadata store and a bucket. Nothing listens
+// until Start.
+func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logger) *Agent {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	m := newMetrics()
+	a := &Agent{
+		cfg:      cfg,
+		log:      log.With("component", "agent"),
+		store:    store,
+		metrics:  m,
+		id:       hex.EncodeToString(idb[:]),
+		commits:  newBroadcaster(),
+		conns:    make(map[*conn]struct{}),
+		stopping: make(chan struct{}),
+	}
+	a.bucket = &meteredBucket{Bucket: bucket, m: m}
+	a.cache = storage.NewCache(a.bucket, cfg.CacheBytes)
+	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
+	a.batcher = newBatcher(a)
+	return a
+}
+
+// ID is this agent process's unique id in the agent registry.
+func (a *Agent) ID() string { return a.id }
+
+// KafkaAddr is the address the Kafka listener is bound to (after Start).
+func (a *Agent) KafkaAddr() string { return a.ln.Addr().String() }
+
+// HTTPAddr is the address the HTTP listener is bound to (after Start), or "".
+func (a *Agent) HTTPAddr() string {
+	if a.httpLn == nil {
+		return ""
+	}
+	return a.httpLn.Addr().String()
+}
+
+// NodeID is the Kafka broker id the store gave this agent.
+func (a *Agent) NodeID() int32 { return a.self.NodeID }
+
+// Start binds the listeners, registers the agent in the store and launches
+// the accept, flush, heartbeat and HTTP loops.
+func (a *Agent) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.KafkaAddr)
+	if err != nil {
+		return fmt.Errorf("listen kafka %s: %w", a.cfg.KafkaAddr, err)
+	}
+	a.ln = ln
+	if a.cfg.HTTPAddr != "" {
+		hl, err := net.Listen("tcp", a.cfg.HTTPAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen http %s: %w", a.cfg.HTTPAddr, err)
+		}
+		a.httpLn = hl
+	}
+	host, port, err := a.advertised()
+	if err != nil {
+		a.closeListeners()
+		return err
+	}
+	self, err := a.store.RegisterAgent(ctx, metadata.Agent{ID: a.id, Host: host, Port: port, Zone: a.cfg.Zone})
+	if err != nil {
+		a.closeListeners()
+		return fmt.Errorf("register agent: %w", err)
+	}
+	a.self = self
+	if err := a.refreshLive(ctx); err != nil {
+		a.closeListeners()
+		return err
+	}
+
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.batcher.start()
+	a.wg.Add(2)
+	go a.acceptLoop()
+	go a.heartbeatLoop()
+	if a.httpLn != nil {
+		a.httpSv = &http.Server{Handler: a.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if err := a.httpSv.Serve(a.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("http server stopped", "err", err)
+			}
+		}()
+	}
+	a.log.Info("agent started", "agent_id", a.id, "node_id", self.NodeID,
+		"kafka_addr", a.KafkaAddr(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "http_addr", a.HTTPAddr())
+	return nil
+}
+
+func (a *Agent) advertised() (string, int32, error) {
+	addr := a.cfg.AdvertiseAddr
+	if addr == "" {
+		addr = a.ln.Addr().String()
+	}
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertise address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("advertise address %q: bad port", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		// A wildcard bind cannot be dialled by clients; advertise loopback
+		// unless an address was given explicitly.
+		host = "127.0.0.1"
+	}
+	return host, int32(port), nil
+}
+
+func (a *Agent) closeListeners() {
+	a.ln.Close()
+	if a.httpLn != nil {
+		a.httpLn.Close()
+	}
+}
+
+// Close stops accepting, finishes in-flight requests, flushes what producers
+// already handed over, deregisters and waits for every goroutine. ctx bounds
+// the wait for connections to drain.
+func (a *Agent) Close(ctx context.Context) error {
+	a.connMu.Lock()
+	already := a.closing
+	a.closing = true
+	a.connMu.Unlock()
+	if already {
+		return nil
+	}
+	close(a.stopping)
+	a.ln.Close()
+	// Let connections finish the requests they already read, then close them.
+	a.connMu.Lock()
+	for c := range a.conns {
+		c.stopReading()
+	}
+	a.connMu.Unlock()
+	a.batcher.close() // flushes everything pending and waits for commits
+
+	// Connections end once their writers have sent every answer; past ctx's
+	// deadline they are cut.
+	drained := make(chan struct{})
+	go func() { a.connWG.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		a.connMu.Lock()
+		for c := range a.conns {
+			c.close()
+		}
+		a.connMu.Unlock()
+		<-drained
+	}
+	if a.httpSv != nil {
+		_ = a.httpSv.Shutdown(ctx)
+	}
+	a.cancel()
+	a.wg.Wait()
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.store.DeregisterAgent(dctx, a.id); err != nil {
+		return fmt.Errorf("deregister agent: %w", err)
+	}
+	a.log.Info("agent stopped", "agent_id", a.id)
+	return nil
+}
+
+func (a *Agent) acceptLoop() {
+	defer a.wg.Done()
+	for {
+		nc, err := a.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			a.log.Warn("accept failed", "err", err)
+			select {
+			case <-a.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		c := newConn(a, nc)
+		a.connMu.Lock()
+		if a.closing {
+			a.connMu.Unlock()
+			nc.Close()
+			continue
+		}
+		a.conns[c] = struct{}{}
+		a.connWG.Add(1)
+		a.connMu.Unlock()
+		go func() {
+			defer a.connWG.Done()
+			c.serve()
+			a.connMu.Lock()
+			delete(a.conns, c)
+			a.connMu.Unlock()
+		}()
+	}
+}
+
+func (a *Agent) heartbeatLoop() {
+	defer a.wg.Done()
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
+		err := a.store.Heartbeat(ctx, a.id)
+		if errors.Is(err, metadata.ErrNotFound) {
+			// Expired (e.g. a long pause): register again, keeping our id.
+			var self metadata.Agent
+			self, err = a.store.RegisterAgent(ctx, a.self)
+			if err == nil {
+				a.self = self
+			}
+		}
+		if err != nil {
+			a.log.Warn("heartbeat failed", "err", err)
+		} else if err := a.refreshLive(ctx); err != nil {
+			a.log.Warn("refresh live agents failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+func (a *Agent) refreshLive(ctx context.Context) error {
+	live, err := a.store.LiveAgents(ctx, a.cfg.AgentTTL)
+	if err != nil {
+		return fmt.Errorf("list live agents: %w", err)
+	}
+	a.viewMu.Lock()
+	a.live = live
+	a.viewMu.Unlock()
+	a.metrics.liveAgents.Set(float64(len(live)))
+	return nil
+}
+
+// liveAgents returns the last known live agents; it always includes this one.
+func (a *Agent) liveAgents() []metadata.Agent {
+	a.viewMu.Lock()
+	live := a.live
+	a.viewMu.Unlock()
+	for _, l := range live {
+		if l.ID == a.id {
+			return live
+		}
+	}
+	out := append([]metadata.Agent{a.self}, live...)
+	return out
+}
+
+// broadcaster wakes every waiter at once: waiters take the current channel,
+// and each Broadcast closes it and installs a fresh one.
+type broadcaster struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcaster() *broadcaster { return &broadcaster{ch: make(chan struct{})} }
+
+func (b *broadcaster) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcaster) broadcast() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
+}

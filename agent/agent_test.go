@@ -1,0 +1,271 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+	"floe/metadata/sqlite"
+	"floe/storage"
+	"floe/storage/mem"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// Started by the SQLite driver and franz-go internals that outlive a test's Close.
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+	)
+}
+
+type testAgent struct {
+	*Agent
+	store  metadata.Store
+	bucket storage.Bucket
+}
+
+// newTestAgent starts an agent on 127.0.0.1:0 over SQLite in a temp dir and
+// the given bucket (memory when nil), stopped at cleanup.
+func newTestAgent(t *testing.T, bucket storage.Bucket, opts ...func(*Config)) *testAgent {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bucket == nil {
+		bucket = mem.New()
+	}
+	cfg := DefaultConfig()
+	cfg.KafkaAddr = "127.0.0.1:0"
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.FlushInterval = 5 * time.Millisecond
+	cfg.AutoCreateTopics = true
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a := New(cfg, store, bucket, nil)
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Close(cctx); err != nil {
+			t.Error(err)
+		}
+		store.Close()
+	})
+	return &testAgent{Agent: a, store: store, bucket: bucket}
+}
+
+func (ta *testAgent) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(ta.KafkaAddr())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func (ta *testAgent) createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+}
+
+// TestOneFlushIsOnePutAndOneCommit checks the economics: a flush holding 1 or
+// 500 partitions costs exactly one PUT and one metadata transaction.
+func TestOneFlushIsOnePutAndOneCommit(t *testing.T) {
+	for _, partitions := range []int32{1, 500} {
+		ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = 2 * time.Second })
+		cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+		ta.createTopic(t, cl, "econ", partitions)
+		ctx := context.Background()
+		commitsBefore, err := ta.store.CommitCount(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		putsBefore := counterValue(t, ta.metrics.bucketOps.WithLabelValues("put"))
+
+		var recs []*kgo.Record
+		for p := range partitions {
+			recs = append(recs, &kgo.Record{Topic: "econ", Partition: p, Value: []byte{byte(p)}})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		commits, err := ta.store.CommitCount(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		puts := counterValue(t, ta.metrics.bucketOps.WithLabelValues("put")) - putsBefore
+		if puts != 1 || commits-commitsBefore != 1 {
+			t.Fatalf("%d partitions: %v PUTs and %d commits for one flush, want 1 and 1", partitions, puts, commits-commitsBefore)
+		}
+		for _, r := range recs {
+			if r.Offset != 0 {
+				t.Fatalf("partition %d: offset %d, want 0", r.Partition, r.Offset)
+			}
+		}
+	}
+}
+
+// TestBatcherDirectOneObject drives the batcher itself: batches for 500
+// partitions cut at once make one object, one commit, dense offsets.
+func TestBatcherDirectOneObject(t *testing.T) {
+	ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = time.Hour })
+	ctx := context.Background()
+	topic, err := ta.store.CreateTopic(ctx, "direct", 500, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiters []*produceWaiter
+	for p := range int32(500) {
+		for range 2 {
+			b := testBatch(t, 3)
+			pw, err := ta.batcher.add(topic.ID, p, []produceBatch{{data: b, records: 3}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiters = append(waiters, pw)
+		}
+	}
+	before, _ := ta.store.CommitCount(ctx)
+	ta.batcher.cut(0)
+	for i, pw := range waiters {
+		<-pw.done
+		if pw.err != nil {
+			t.Fatal(pw.err)
+		}
+		if want := int64(i%2) * 3; pw.baseOffset != want {
+			t.Fatalf("waiter %d: base offset %d, want %d", i, pw.baseOffset, want)
+		}
+	}
+	after, _ := ta.store.CommitCount(ctx)
+	if after-before != 1 {
+		t.Fatalf("%d commits, want 1", after-before)
+	}
+	var objects int
+	ta.bucket.List(ctx, "", func(storage.ObjectInfo) error { objects++; return nil })
+	if objects != 1 {
+		t.Fatalf("%d objects, want 1", objects)
+	}
+}
+
+// testBatch builds a valid uncompressed batch of n records with franz-go's
+// own encoder.
+func testBatch(t *testing.T, n int) []byte {
+	t.Helper()
+	var recs []byte
+	for i := range n {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.Value = []byte{byte(i)}
+		recs = r.AppendTo(recs)
+	}
+	b := kmsg.NewRecordBatch()
+	b.Magic = 2
+	b.LastOffsetDelta = int32(n - 1)
+	b.NumRecords = int32(n)
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = -1, -1, -1
+	b.Records = recs
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	crcFix(raw)
+	if _, err := kafkaproto.ValidateProduced(raw); err != nil {
+		t.Fatalf("test batch invalid: %v", err)
+	}
+	return raw
+}
+
+func TestProduceFetchRoundTrip(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	cl := ta.client(t, kgo.ConsumeTopics("rt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.AllowAutoTopicCreation())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 100 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "rt", Key: []byte{byte(i)}, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got int
+	for got < 100 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of 100", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != int64(got) || r.Key[0] != byte(got) {
+				t.Fatalf("record %d: offset %d key %v", got, r.Offset, r.Key)
+			}
+			got++
+		})
+	}
+}
+
+// TestApiVersionsAboveOurs checks KIP-511: an ApiVersions request at a
+// version we do not speak gets a v0 body with UNSUPPORTED_VERSION and our
+// ranges, with a v0 response header.
+func TestApiVersionsAboveOurs(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	c, err := net.Dial("tcp", ta.KafkaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// key 18, version 99, correlation 7, client id "x", then a body we never read.
+	req := []byte{0, 18, 0, 99, 0, 0, 0, 7, 0, 1, 'x', 0, 1, 2, 3}
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(req)))
+	c.Write(append(frame, req...))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c, body); err != nil {
+		t.Fatal(err)
+	}
+	if corr := binary.BigEndian.Uint32(body); corr != 7 {
+		t.Fatalf("correlation id %d, want 7", corr)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	if err := resp.ReadFrom(body[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("error code %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
+	}
+	found := false
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 18 {
+			found = k.MinVersion == 0 && k.MaxVersion == 4
+		}
+	}
+	if !found {
+		t.Fatalf("ApiVersions range missing or wrong: %+v", resp.ApiKeys)
+	}
+}

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+)
+
+// apis is filled by each API file's init with the versions it serves;
+// ApiVersions answers from it, so what is advertised is what is handled.
+var apis kafkaproto.Table
+
+// handle is the one dispatch switch: every Kafka API the agent serves
+// appears here once. A returned error closes the connection; Kafka failures
+// are error codes inside the response.
+func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
+	switch kmsg.Key(r.hdr.APIKey) {
+	case kmsg.Produce:
+		return a.handleProduce(ctx, r)
+	case kmsg.Fetch:
+		return a.handleFetch(ctx, r)
+	case kmsg.ListOffsets:
+		return a.handleListOffsets(ctx, r)
+	case kmsg.Metadata:
+		return a.handleMetadata(ctx, r)
+	case kmsg.ApiVersions:
+		return a.handleApiVersions(ctx, r)
+	case kmsg.CreateTopics:
+		return a.handleCreateTopics(ctx, r)
+	case kmsg.DeleteTopics:
+		return a.handleDeleteTopics(ctx, r)
+	case kmsg.OffsetForLeaderEpoch:
+		return a.handleOffsetForLeaderEpoch(ctx, r)
+	case kmsg.DescribeConfigs:
+		return a.handleDescribeConfigs(ctx, r)
+	case kmsg.CreatePartitions:
+		return a.handleCreatePartitions(ctx, r)
+	case kmsg.DescribeCluster:
+		return a.handleDescribeCluster(ctx, r)
+	default:
+		return nil, fmt.Errorf("no handler for api key %d", r.hdr.APIKey)
+	}
+}

@@ -1,0 +1,314 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"floe/metadata"
+	"floe/storage"
+)
+
+// batcher builds the agent's one pending object out of the batches produced
+// to every partition, and flushes it — one PUT, then one metadata commit —
+// when the flush interval passes or it reaches FlushBytes.
+//
+// Several flushes may be in flight (PUTs overlap), but their commits are
+// applied in the order the flushes were cut: a flush waits for its
+// predecessor's commit before its own. Together with per-connection produce
+// ordering this keeps the order of one producer connection's batches within
+// a partition.
+//
+// State: everything under mu. cutMu serialises cutting a flush and handing
+// it to the dispatcher, so flushes reach the dispatcher in cut order.
+type batcher struct {
+	a *Agent
+
+	cutMu sync.Mutex
+
+	mu        sync.Mutex
+	room      *sync.Cond // signalled when buffered bytes drop or on close
+	w         *storage.ObjectWriter
+	parts     map[partKey][]*produceWaiter // waiters of the pending object, by partition, in add order
+	pending   int64                        // bytes in the pending object
+	buffered  int64                        // bytes in the pending object and in flight
+	gen       uint64                       // pending object generation, for timers
+	timerSet  bool
+	lastDone  chan struct{} // closed when the last cut flush has committed (or failed)
+	closed    bool
+	cutDone   bool // cutCh is closed; guarded by cutMu
+	cutCh     chan *flush
+	sem       chan struct{} // bounds flushes in flight
+	wg        sync.WaitGroup
+	dispDone  chan struct{}
+	flushSeq  uint64
+	closeOnce sync.Once
+}
+
+type partKey struct {
+	topic     metadata.TopicID
+	partition int32
+}
+
+// produceWaiter is one partition of one produce request waiting for its flush.
+type produceWaiter struct {
+	records    int64
+	done       chan struct{}
+	baseOffset int64
+	err        *kerr.Error
+}
+
+// produceBatch is one validated batch handed to the batcher.
+type produceBatch struct {
+	data    []byte
+	records int64
+	minTS   int64
+	maxTS   int64
+}
+
+// flush is one cut pending object on its way to the bucket and the store.
+type flush struct {
+	seq   uint64
+	w     *storage.ObjectWriter
+	parts map[partKey][]*produceWaiter
+	bytes int64
+	prev  <-chan struct{}
+	done  chan struct{}
+}
+
+func newBatcher(a *Agent) *batcher {
+	b := &batcher{
+		a:        a,
+		w:        storage.NewObjectWriter(),
+		parts:    make(map[partKey][]*produceWaiter),
+		gen:      1, // 0 is "any generation" in cut
+		lastDone: closedChan(),
+		cutCh:    make(chan *flush, 1),
+		sem:      make(chan struct{}, max(1, a.cfg.MaxInflightFlushes)),
+		dispDone: make(chan struct{}),
+	}
+	b.room = sync.NewCond(&b.mu)
+	return b
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+func (b *batcher) start() {
+	go b.dispatch()
+}
+
+// errClosed is returned by add after close began.
+var errClosed = errors.New("agent is shutting down")
+
+// add places the batches of one partition of one produce request into the
+// pending object and returns the waiter answered after its flush. It blocks
+// while the agent's buffer budget is used up (backpressure).
+func (b *batcher) add(topic metadata.TopicID, partition int32, batches []produceBatch) (*produceWaiter, error) {
+	var size, records int64
+	for _, pb := range batches {
+		size += int64(len(pb.data))
+		records += pb.records
+	}
+	b.mu.Lock()
+	for !b.closed && b.buffered > 0 && b.buffered+size > b.a.cfg.BufferBytes {
+		b.a.metrics.backpressureWaits.Inc()
+		b.room.Wait()
+	}
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errClosed
+	}
+	for _, pb := range batches {
+		b.w.Add(storage.TopicID(topic), partition, pb.data, pb.records, pb.minTS, pb.maxTS)
+	}
+	pw := &produceWaiter{records: records, done: make(chan struct{})}
+	k := partKey{topic, partition}
+	b.parts[k] = append(b.parts[k], pw)
+	b.pending += size
+	b.buffered += size
+	b.a.metrics.bufferedBytes.Set(float64(b.buffered))
+	full := b.pending >= b.a.cfg.FlushBytes
+	if !full && !b.timerSet {
+		b.timerSet = true
+		gen := b.gen
+		time.AfterFunc(b.a.cfg.FlushInterval, func() { b.cut(gen) })
+	}
+	b.mu.Unlock()
+	if full {
+		b.cut(0)
+	}
+	return pw, nil
+}
+
+// cut detaches the pending object and hands it to the dispatcher. gen != 0
+// restricts the cut to that generation (a timer for an object already cut
+// by size does nothing).
+func (b *batcher) cut(gen uint64) {
+	b.cutMu.Lock()
+	defer b.cutMu.Unlock()
+	b.mu.Lock()
+	if (gen != 0 && gen != b.gen) || b.pending == 0 || b.cutDone {
+		b.mu.Unlock()
+		return
+	}
+	b.flushSeq++
+	f := &flush{
+		seq:   b.flushSeq,
+		w:     b.w,
+		parts: b.parts,
+		bytes: b.pending,
+		prev:  b.lastDone,
+		done:  make(chan struct{}),
+	}
+	b.lastDone = f.done
+	b.w = storage.NewObjectWriter()
+	b.parts = make(map[partKey][]*produceWaiter)
+	b.pending = 0
+	b.gen++
+	b.timerSet = false
+	b.mu.Unlock()
+	b.cutCh <- f
+}
+
+// dispatch starts flushes in cut order, at most MaxInflightFlushes at once.
+func (b *batcher) dispatch() {
+	defer close(b.dispDone)
+	for f := range b.cutCh {
+		b.sem <- struct{}{}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer func() { <-b.sem }()
+			b.run(f)
+		}()
+	}
+}
+
+// run PUTs one object, waits for the previous flush's commit, commits, and
+// answers every waiter.
+func (b *batcher) run(f *flush) {
+	m := b.a.metrics
+	start := time.Now()
+	defer func() {
+		close(f.done)
+		b.mu.Lock()
+		b.buffered -= f.bytes
+		m.bufferedBytes.Set(float64(b.buffered))
+		b.room.Broadcast()
+		b.mu.Unlock()
+	}()
+
+	data, runs := f.w.Finish()
+	key := storage.NewObjectKey()
+	ctx := context.Background() // a flush always finishes: producers wait on it
+	err := b.put(ctx, key, data)
+	<-f.prev
+	if err != nil {
+		b.a.log.Error("flush failed: put", "key", key, "err", err)
+		m.flushErrors.Inc()
+		f.fail(kerr.KafkaStorageError)
+		return
+	}
+	commit := metadata.ObjectCommit{Key: key, Size: int64(len(data)), AgentID: b.a.id, Runs: make([]metadata.RunCommit, len(runs))}
+	for i, r := range runs {
+		commit.Runs[i] = metadata.RunCommit{
+			TopicID: metadata.TopicID(r.TopicID), Partition: r.Partition,
+			ByteOffset: r.Offset, ByteLength: r.Length, Batches: r.Batches,
+			Records: r.Records, MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp,
+		}
+	}
+	cstart := time.Now()
+	results, err := b.commit(ctx, commit)
+	m.commitSeconds.Observe(time.Since(cstart).Seconds())
+	if err != nil {
+		// The outcome is unknown (the commit may have landed); the client
+		// retries, as it would after a Kafka leader failover.
+		b.a.log.Error("flush failed: commit", "key", key, "err", err)
+		m.flushErrors.Inc()
+		f.fail(kerr.KafkaStorageError)
+		return
+	}
+	for i, r := range runs {
+		k := partKey{metadata.TopicID(r.TopicID), r.Partition}
+		base := results[i].BaseOffset
+		for _, pw := range f.parts[k] {
+			if results[i].Err != nil {
+				pw.err = kerr.UnknownTopicOrPartition
+			} else {
+				pw.baseOffset = base
+				base += pw.records
+			}
+			close(pw.done)
+		}
+		delete(f.parts, k)
+	}
+	f.fail(kerr.UnknownServerError) // any waiter without a run (cannot happen)
+	m.flushes.Inc()
+	m.flushBytes.Observe(float64(len(data)))
+	m.flushSeconds.Observe(time.Since(start).Seconds())
+	b.a.commits.broadcast()
+}
+
+// put writes the object, retrying transient failures a few times.
+func (b *batcher) put(ctx context.Context, key string, data []byte) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		if err = b.a.bucket.Put(ctx, key, data); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("put %s: %w", key, err)
+}
+
+func (b *batcher) commit(ctx context.Context, c metadata.ObjectCommit) ([]metadata.RunResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := b.a.store.CommitObject(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", c.Key, err)
+	}
+	if len(res) != len(c.Runs) {
+		return nil, fmt.Errorf("commit %s: %d results for %d runs", c.Key, len(res), len(c.Runs))
+	}
+	return res, nil
+}
+
+// fail answers every still-waiting waiter of the flush with code.
+func (f *flush) fail(code *kerr.Error) {
+	for k, ws := range f.parts {
+		for _, pw := range ws {
+			pw.err = code
+			close(pw.done)
+		}
+		delete(f.parts, k)
+	}
+}
+
+// close flushes what is pending, refuses new batches and waits until every
+// flush has committed and answered its waiters.
+func (b *batcher) close() {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		b.room.Broadcast()
+		b.mu.Unlock()
+		b.cut(0)
+		b.cutMu.Lock()
+		close(b.cutCh)
+		b.cutDone = true
+		b.cutMu.Unlock()
+		<-b.dispDone
+		b.wg.Wait()
+	})
+}

@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// httpHandler serves /metrics, /healthz (the process is up) and /readyz
+// (the agent can reach its metadata store and is registered).
+func (a *Agent) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		a.connMu.Lock()
+		closing := a.closing
+		a.connMu.Unlock()
+		if closing {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if _, err := a.store.LiveAgents(ctx, a.cfg.AgentTTL); err != nil {
+			http.Error(w, "metadata store unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// Metrics exposes the agent's registry, for tests and `floe bench`.
+func (a *Agent) Metrics() http.Handler {
+	return promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{})
+}

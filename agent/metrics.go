@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"floe/storage"
+)
+
+// metrics are the agent's Prometheus metrics, registered on a registry of
+// the agent's own (several agents can live in one test process).
+type metrics struct {
+	reg *prometheus.Registry
+
+	connections       prometheus.Gauge
+	requestBytes      prometheus.Counter
+	responseBytes     prometheus.Counter
+	requestSeconds    *prometheus.HistogramVec
+	producedBytes     prometheus.Counter
+	producedRecords   prometheus.Counter
+	fetchedBytes      prometheus.Counter
+	produceSeconds    prometheus.Histogram
+	fetchSeconds      prometheus.Histogram
+	flushes           prometheus.Counter
+	flushErrors       prometheus.Counter
+	flushBytes        prometheus.Histogram
+	flushSeconds      prometheus.Histogram
+	commitSeconds     prometheus.Histogram
+	bufferedBytes     prometheus.Gauge
+	backpressureWaits prometheus.Counter
+	bucketOps         *prometheus.CounterVec
+	bucketBytes       *prometheus.CounterVec
+	bucketSeconds     *prometheus.HistogramVec
+	liveAgents        prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	latency := prometheus.ExponentialBuckets(0.0005, 2, 16) // 0.5 ms .. 16 s
+	m := &metrics{
+		reg:               prometheus.NewRegistry(),
+		connections:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_connections", Help: "Open Kafka connections."}),
+		requestBytes:      prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_request_bytes_total", Help: "Bytes of Kafka requests read."}),
+		responseBytes:     prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_response_bytes_total", Help: "Bytes of Kafka responses written."}),
+		requestSeconds:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_agent_request_duration_seconds", Help: "Time to answer a Kafka request, by API key.", Buckets: latency}, []string{"api_key"}),
+		producedBytes:     prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_produced_bytes_total", Help: "Record batch bytes accepted by Produce."}),
+		producedRecords:   prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_produced_records_total", Help: "Records accepted by Produce."}),
+		fetchedBytes:      prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_fetched_bytes_total", Help: "Record batch bytes returned by Fetch."}),
+		produceSeconds:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_produce_duration_seconds", Help: "Produce latency (acks>0), from request to answer.", Buckets: latency}),
+		fetchSeconds:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_fetch_duration_seconds", Help: "Fetch latency including long-poll waits.", Buckets: latency}),
+		flushes:           prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_flushes_total", Help: "Flushed objects committed."}),
+		flushErrors:       prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_flush_errors_total", Help: "Flushes whose PUT or commit failed."}),
+		flushBytes:        prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_flush_size_bytes", Help: "Size of flushed objects.", Buckets: prometheus.ExponentialBuckets(1024, 4, 10)}),
+		flushSeconds:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_flush_duration_seconds", Help: "Flush duration: PUT, wait for the previous commit, commit.", Buckets: latency}),
+		commitSeconds:     prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_metadata_commit_duration_seconds", Help: "Metadata commit latency of a flush.", Buckets: latency}),
+		bufferedBytes:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_buffered_bytes", Help: "Produced bytes held in memory (pending and in flight)."}),
+		backpressureWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_backpressure_waits_total", Help: "Times a produce waited for buffer room."}),
+		bucketOps:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_storage_requests_total", Help: "Object store requests, by operation."}, []string{"op"}),
+		bucketBytes:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_storage_bytes_total", Help: "Object store bytes, by operation."}, []string{"op"}),
+		bucketSeconds:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_storage_request_duration_seconds", Help: "Object store request latency, by operation.", Buckets: latency}, []string{"op"}),
+		liveAgents:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_live_agents", Help: "Live agents in the cluster as last seen."}),
+	}
+	m.reg.MustRegister(m.connections, m.requestBytes, m.responseBytes, m.requestSeconds,
+		m.producedBytes, m.producedRecords, m.fetchedBytes, m.produceSeconds, m.fetchSeconds,
+		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
+		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observeRequest(key int16, d time.Duration) {
+	m.requestSeconds.WithLabelValues(strconv.Itoa(int(key))).Observe(d.Seconds())
+}
+
+// meteredBucket counts and times every object store request.
+type meteredBucket struct {
+	storage.Bucket
+	m *metrics
+}
+
+func (b *meteredBucket) observe(op string, n int, start time.Time, err error) {
+	if err != nil {
+		op += "_error"
+	}
+	b.m.bucketOps.WithLabelValues(op).Inc()
+	b.m.bucketBytes.WithLabelValues(op).Add(float64(n))
+	b.m.bucketSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (b *meteredBucket) Put(ctx context.Context, key string, data []byte) error {
+	start := time.Now()
+	err := b.Bucket.Put(ctx, key, data)
+	b.observe("put", len(data), start, err)
+	return err
+}
+
+func (b *meteredBucket) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	start := time.Now()
+	data, err := b.Bucket.GetRange(ctx, key, offset, length)
+	b.observe("get", len(data), start, err)
+	return data, err
+}

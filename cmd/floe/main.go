@@ -1,0 +1,216 @@
+// Command floe is the single floe binary: `floe dev` runs an agent on the
+// embedded stores (SQLite and a local directory), `floe agent` runs one
+// against a shared metadata store and bucket. This package only wires and
+// configures; behaviour lives in the packages it imports.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"floe/agent"
+)
+
+const usage = `floe — a diskless, Kafka-compatible broker on object storage.
+
+Usage:
+  floe dev   [flags]   run one agent on embedded stores (SQLite + ./floe-data)
+  floe agent [flags]   run an agent against a shared metadata store and bucket
+
+Run 'floe <command> --help' for the flags of a command. Every flag can also
+be set through the environment as FLOE_<NAME> (e.g. --flush-interval is
+FLOE_FLUSH_INTERVAL).
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "dev":
+		err = runDev(os.Args[2:])
+	case "agent":
+		err = runAgent(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "floe: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "floe: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// agentFlags registers the flags shared by dev and agent.
+type agentFlags struct {
+	cfg           agent.Config
+	logLevel      string
+	shutdownGrace time.Duration
+}
+
+func (f *agentFlags) register(fs *flag.FlagSet) {
+	c := &f.cfg
+	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka listener `host:port`")
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
+	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "`host:port` given to clients in Metadata (default: the Kafka listener)")
+	fs.StringVar(&c.Zone, "zone", c.Zone, "availability `zone` of this agent; clients with floe_az=ZONE in their client id prefer agents of their zone")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time a produced batch waits before its object is flushed")
+	fs.Int64Var(&c.FlushBytes, "flush-bytes", c.FlushBytes, "flush the pending object once it holds this many `bytes`")
+	fs.IntVar(&c.MaxInflightFlushes, "flush-concurrency", c.MaxInflightFlushes, "flushes whose PUT or commit may run at once")
+	fs.Int64Var(&c.BufferBytes, "buffer-bytes", c.BufferBytes, "produced `bytes` held in memory before producers are slowed down")
+	var maxReq int64 = int64(c.MaxRequestSize)
+	fs.Func("max-request-size", fmt.Sprintf("largest Kafka request in `bytes` (default %d)", maxReq), func(s string) error {
+		var n int32
+		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+			return fmt.Errorf("invalid size %q", s)
+		}
+		c.MaxRequestSize = n
+		return nil
+	})
+	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", c.AutoCreateTopics, "create unknown topics named in Metadata requests")
+	var parts int = int(c.DefaultPartitions)
+	fs.Func("default-partitions", fmt.Sprintf("partition `count` of auto-created topics (default %d)", parts), func(s string) error {
+		var n int32
+		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+			return fmt.Errorf("invalid partition count %q", s)
+		}
+		c.DefaultPartitions = n
+		return nil
+	})
+	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "read cache budget in `bytes`")
+	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for in-flight requests")
+}
+
+func (f *agentFlags) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// parse parses args, then fills every flag not given on the command line
+// from FLOE_<NAME> in the environment.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		env := "FLOE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", env, e)
+			}
+		}
+	})
+	return err
+}
+
+func newFlagSet(name, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet("floe "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: floe %s [flags]\n\n%s\n\nFlags (each also read from FLOE_<NAME>):\n", name, summary)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func runDev(args []string) error {
+	f := agentFlags{cfg: agent.DefaultConfig()}
+	// Locally there is no PUT latency to amortise: flush almost at once.
+	f.cfg.FlushInterval = 5 * time.Millisecond
+	f.cfg.AutoCreateTopics = true
+	fs := newFlagSet("dev", "Runs one agent on embedded stores: metadata in SQLite (DIR/meta.db) and\nobjects in a directory (DIR/objects). Nothing else to install or start.")
+	dataDir := fs.String("data-dir", "./floe-data", "`directory` holding the metadata database and the objects")
+	f.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := f.logger()
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dataDir)
+	if err != nil {
+		return err
+	}
+	return serve(f, "sqlite://"+filepath.Join(abs, "meta.db"), "file://"+filepath.Join(abs, "objects"), log)
+}
+
+func runAgent(args []string) error {
+	f := agentFlags{cfg: agent.DefaultConfig()}
+	fs := newFlagSet("agent", "Runs one stateless agent against a shared metadata store and bucket.\nRun as many as you like against the same stores.")
+	metaURL := fs.String("metadata", "", "metadata store `URL`: postgres://user:pass@host:port/db or sqlite://PATH")
+	bucketURL := fs.String("bucket", "", "bucket `URL`: s3://BUCKET[/prefix]?endpoint=URL&region=R, file://DIR or mem://")
+	f.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *metaURL == "" || *bucketURL == "" {
+		fs.Usage()
+		return errors.New("--metadata and --bucket are required")
+	}
+	log, err := f.logger()
+	if err != nil {
+		return err
+	}
+	return serve(f, *metaURL, *bucketURL, log)
+}
+
+// serve opens the stores, runs the agent until SIGINT/SIGTERM, then shuts it
+// down: stop accepting, flush, answer in-flight requests, deregister.
+func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := openStore(ctx, metaURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	bucket, closeBucket, err := openBucket(ctx, bucketURL)
+	if err != nil {
+		return err
+	}
+	defer closeBucket()
+
+	a := agent.New(f.cfg, store, bucket, log)
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
+	defer cancel()
+	return a.Close(sctx)
+}
+

@@ -1,0 +1,217 @@
+// Package integration holds floe's black-box tests: real floe processes,
+// real PostgreSQL and MinIO servers, real Kafka clients.
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// floeBin is the floe binary built once by TestMain.
+var floeBin string
+
+func TestMain(m *testing.M) {
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	dir, err := os.MkdirTemp("", "floe-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	floeBin = filepath.Join(dir, "floe")
+	build := exec.Command("go", "build", "-o", floeBin, "floe/cmd/floe")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build floe:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// proc is one running floe process.
+type proc struct {
+	t        testing.TB
+	args     []string
+	env      []string
+	Addr     string // Kafka listener
+	HTTPAddr string
+	cmd      *exec.Cmd
+	logMu    sync.Mutex
+	log      strings.Builder
+	exited   chan struct{}
+}
+
+// startFloe runs `floe <args...>` with fresh Kafka and HTTP ports (unless
+// the args name them) and waits until it is ready. The process is stopped
+// at cleanup.
+func startFloe(t testing.TB, args ...string) *proc {
+	t.Helper()
+	return startFloeEnv(t, nil, args...)
+}
+
+// startFloeEnv is startFloe with extra environment variables.
+func startFloeEnv(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, env: env}
+	p.Addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p.args = append(args, "--kafka-addr", p.Addr, "--http-addr", p.HTTPAddr)
+	p.start()
+	t.Cleanup(func() { p.Stop() })
+	return p
+}
+
+func (p *proc) start() {
+	t := p.t
+	t.Helper()
+	p.cmd = exec.Command(floeBin, p.args...)
+	p.cmd.Env = append(os.Environ(), p.env...)
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.exited = make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.logMu.Lock()
+			p.log.WriteString(sc.Text())
+			p.log.WriteByte('\n')
+			p.logMu.Unlock()
+		}
+	}()
+	go func() {
+		p.cmd.Wait()
+		pw.Close()
+		close(p.exited)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-p.exited:
+			t.Fatalf("floe %v exited early:\n%s", p.args, p.Log())
+		default:
+		}
+		resp, err := http.Get("http://" + p.HTTPAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("floe %v not ready after 30s:\n%s", p.args, p.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Log returns what the process printed so far.
+func (p *proc) Log() string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return p.log.String()
+}
+
+// Stop sends SIGTERM and waits for a clean exit (SIGKILL after 30 s).
+func (p *proc) Stop() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+		p.t.Errorf("floe did not stop within 30s of SIGTERM:\n%s", p.Log())
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) Kill() {
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// Restart starts the process again with the same arguments and ports.
+func (p *proc) Restart() {
+	p.Stop()
+	p.start()
+}
+
+// Alive reports whether the process is still running.
+func (p *proc) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// metric reads one unlabelled metric value from /metrics (sum over labels
+// when the name matches several series).
+func (p *proc) metric(t testing.TB, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + p.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		metricName, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if base, _, hasLabels := strings.Cut(metricName, "{"); base == name || (!hasLabels && metricName == name) {
+			var v float64
+			fmt.Sscan(rest, &v)
+			sum += v
+		}
+	}
+	return sum
+}
+
+func testContext(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

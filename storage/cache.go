@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"container/list"
+	"context"
+	"sync"
+)
+
+// Cache is the fetch path's read cache: an LRU of byte ranges of immutable
+// objects, keyed by (key, offset, length) and bounded by a byte budget.
+// Concurrent readers of the same range share one GET, so a burst of
+// consumers reading the same fresh object costs one request, not one per
+// consumer.
+//
+// Slices returned by GetRange are shared between callers and with the cache
+// itself: callers must treat them as read-only.
+//
+// All fields below mu are guarded by it. The bucket GET itself runs without
+// the lock, in a goroutine of its own (see GetRange).
+type Cache struct {
+	bucket Bucket
+	budget int64
+
+	mu      sync.Mutex
+	entries map[rangeKey]*list.Element // values of lru
+	lru     *list.List                 // of *cacheEntry, most recently used first
+	flights map[rangeKey]*flight       // GETs in progress
+	stats   CacheStats
+}
+
+// CacheStats counts what a Cache did since it was made.
+type CacheStats struct {
+	// Hits counts GetRange calls that started no GET: served from the
+	// cache, or by joining a GET already in flight for the same range.
+	Hits int64
+	// Misses counts GetRange calls that started a GET.
+	Misses int64
+	// Evictions counts ranges dropped to stay within the budget.
+	Evictions int64
+	// Bytes is the size of the ranges now cached.
+	Bytes int64
+}
+
+type rangeKey struct {
+	key            string
+	offset, length int64
+}
+
+type cacheEntry struct {
+	k    rangeKey
+	data []byte
+}
+
+// flight is one GET shared by every reader of its range that arrives while
+// it runs. data and err are written before done is closed and only read
+// after, so readers need no lock for them.
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
+	// waiters counts readers still waiting (guarded by Cache.mu). When the
+	// last one gives up, nobody wants the result: the GET is cancelled.
+	waiters int
+	cancel  context.CancelFunc
+}
+
+// NewCache returns a cache in front of b holding at most budgetBytes of
+// ranges. A budget of zero or less caches nothing but still shares
+// concurrent GETs.
+func NewCache(b Bucket, budgetBytes int64) *Cache {
+	return &Cache{
+		bucket:  b,
+		budget:  budgetBytes,
+		entries: make(map[rangeKey]*list.Element),
+		lru:     list.New(),
+		flights: make(map[rangeKey]*flight),
+	}
+}
+
+// GetRange returns length bytes of key from offset, as Bucket.GetRange does,
+// from the cache when it can. The result must be treated as read-only.
+//
+// If ctx ends while the range is being fetched, GetRange returns ctx.Err()
+// at once, but the GET carries on for any other reader waiting on it; it is
+// cancelled only when no reader is left. So the goroutine that runs the GET
+// needs no owner: it ends with the GET, which nobody keeps waiting on. A
+// failed GET is not cached: the next reader tries again.
+func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	k := rangeKey{key: key, offset: offset, length: length}
+
+	c.mu.Lock()
+	if el, ok := c.entries[k]; ok {
+		c.lru.MoveToFront(el)
+		c.stats.Hits++
+		data := el.Value.(*cacheEntry).data
+		c.mu.Unlock()
+		return data, nil
+	}
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	f, ok := c.flights[k]
+	if ok {
+		c.stats.Hits++
+	} else {
+		c.stats.Misses++
+		// The GET must outlive this caller's ctx (other readers may
+		// join it) but keep its values, such as trace ids.
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		c.flights[k] = f
+		go c.fill(fctx, k, f)
+	}
+	f.waiters++
+	c.mu.Unlock()
+
+	select {
+	case <-f.done:
+		return f.data, f.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		f.waiters--
+		if f.waiters == 0 && c.flights[k] == f {
+			// Forget the flight before cancelling it, so a reader
+			// arriving now starts a fresh GET instead of joining one
+			// that is about to fail with context.Canceled.
+			delete(c.flights, k)
+			f.cancel()
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// fill runs one shared GET and publishes its result.
+func (c *Cache) fill(ctx context.Context, k rangeKey, f *flight) {
+	data, err := c.bucket.GetRange(ctx, k.key, k.offset, k.length)
+	f.cancel()
+
+	c.mu.Lock()
+	if c.flights[k] == f {
+		delete(c.flights, k)
+	}
+	if err == nil {
+		c.insert(k, data)
+	}
+	f.data, f.err = data, err
+	c.mu.Unlock()
+	close(f.done)
+}
+
+// insert caches data under k and evicts least recently used ranges until
+// the cache fits its budget. c.mu must be held.
+func (c *Cache) insert(k rangeKey, data []byte) {
+	size := int64(len(data))
+	if size > c.budget {
+		return // would evict everything and still not fit
+	}
+	if size == 0 {
+		// Empty ranges (reads at or past the end) would cost nothing
+		// against the budget, so nothing would ever evict them.
+		return
+	}
+	if _, ok := c.entries[k]; ok {
+		// Filled by a newer flight for the same range that started
+		// after this one was abandoned; both hold the same bytes.
+		return
+	}
+	c.entries[k] = c.lru.PushFront(&cacheEntry{k: k, data: data})
+	c.stats.Bytes += size
+	for c.stats.Bytes > c.budget {
+		el := c.lru.Back()
+		e := el.Value.(*cacheEntry)
+		c.lru.Remove(el)
+		delete(c.entries, e.k)
+		c.stats.Bytes -= int64(len(e.data))
+		c.stats.Evictions++
+	}
+}
+
+// Stats returns a snapshot of the cache's counters.
+func (c *Cache) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}

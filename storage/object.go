@@ -1,0 +1,293 @@
+package storage
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"time"
+)
+
+// Object format v1.
+//
+// An object is a body followed by a footer. The body holds Kafka record
+// batches exactly as produced, grouped by partition so that any partition's
+// batches can be served with one ranged GET. The footer, all big-endian, is:
+//
+//	runs...          each runSize bytes: topic id (16) | partition int32 |
+//	                 offset int64 | length int64 | batches int32 |
+//	                 records int64 | min ts int64 | max ts int64
+//	run count        uint32
+//	footer length    uint32  bytes of runs + run count
+//	crc32c           uint32  of body + runs + run count + footer length
+//	version          uint16  = 1
+//	magic            "FLOE"
+//
+// The fixed tail (footer length, checksum, version, magic) sits at the very
+// end so a reader that only knows the object's size can find the footer.
+const (
+	objectVersion = 1
+	objectMagic   = "FLOE"
+
+	runSize = 16 + 4 + 8 + 8 + 4 + 8 + 8 + 8
+	// tailSize is footer length + crc + version + magic.
+	tailSize = 4 + 4 + 2 + 4
+	// minObjectSize is an object with an empty body and no runs.
+	minObjectSize = 4 + tailSize
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorruptObject is returned (wrapped) by ParseObject when an object's
+// magic, version, checksum or footer does not hold together.
+var ErrCorruptObject = errors.New("storage: corrupt object")
+
+// TopicID is a Kafka topic id (UUID bytes).
+type TopicID [16]byte
+
+// Run describes the contiguous bytes of one partition inside an object: the
+// partition's record batches, exactly as produced, back to back.
+type Run struct {
+	TopicID   TopicID
+	Partition int32
+	// Offset is the byte position of the run's first batch in the object.
+	Offset int64
+	// Length is the number of bytes of the run.
+	Length int64
+	// Batches is the number of record batches in the run.
+	Batches int32
+	// Records is the sum over batches of lastOffsetDelta+1: the number of
+	// offsets the run occupies once committed.
+	Records      int64
+	MinTimestamp int64
+	MaxTimestamp int64
+}
+
+// pendingBatch is one Add call, kept until Finish lays out the body.
+type pendingBatch struct {
+	topic     TopicID
+	partition int32
+	// seq is the Add order; it keeps batches of one partition in order
+	// through an unstable (and allocation-free) sort.
+	seq     int
+	data    []byte
+	records int64
+	minTS   int64
+	maxTS   int64
+}
+
+// ObjectWriter collects batches for one object. Batches may be added for any
+// partition in any order; within a partition they keep the order of Add.
+// Not safe for concurrent use.
+//
+// The writer keeps one slice of pending batches that it reuses across
+// objects, so that adding a batch does not allocate once the writer has
+// warmed up: the produce path pays for the object buffer and the run list
+// once per Finish, not per record or batch.
+type ObjectWriter struct {
+	pending []pendingBatch
+	bodyLen int64
+}
+
+// NewObjectWriter returns an empty writer.
+func NewObjectWriter() *ObjectWriter {
+	return &ObjectWriter{}
+}
+
+// Add appends one batch for partition of topic. The batch's bytes are
+// referenced, not copied, until Finish: the caller must not modify them
+// before then. records is the number of offsets the batch occupies
+// (lastOffsetDelta+1); minTS and maxTS are its timestamp bounds.
+func (w *ObjectWriter) Add(topic TopicID, partition int32, batch []byte, records int64, minTS, maxTS int64) {
+	w.pending = append(w.pending, pendingBatch{
+		topic:     topic,
+		partition: partition,
+		seq:       len(w.pending),
+		data:      batch,
+		records:   records,
+		minTS:     minTS,
+		maxTS:     maxTS,
+	})
+	w.bodyLen += int64(len(batch))
+}
+
+// Len returns the body bytes added so far.
+func (w *ObjectWriter) Len() int64 { return w.bodyLen }
+
+// Batches returns the number of batches added so far.
+func (w *ObjectWriter) Batches() int { return len(w.pending) }
+
+// Finish lays out the body grouped by partition (runs sorted by topic id then
+// partition), appends the footer, and returns the whole object and its runs
+// in body order. Both are freshly allocated and owned by the caller. The
+// writer is reset and may be reused.
+func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
+	slices.SortFunc(w.pending, func(a, b pendingBatch) int {
+		if c := bytes.Compare(a.topic[:], b.topic[:]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.partition, b.partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+
+	nruns := 0
+	for i := range w.pending {
+		if i == 0 || !samePartition(&w.pending[i-1], &w.pending[i]) {
+			nruns++
+		}
+	}
+	runs = make([]Run, 0, nruns)
+	object = make([]byte, w.bodyLen+int64(nruns)*runSize+minObjectSize)
+
+	pos := int64(0)
+	for i := range w.pending {
+		p := &w.pending[i]
+		if i == 0 || !samePartition(&w.pending[i-1], p) {
+			runs = append(runs, Run{
+				TopicID:      p.topic,
+				Partition:    p.partition,
+				Offset:       pos,
+				MinTimestamp: p.minTS,
+				MaxTimestamp: p.maxTS,
+			})
+		}
+		r := &runs[len(runs)-1]
+		copy(object[pos:], p.data)
+		pos += int64(len(p.data))
+		r.Length += int64(len(p.data))
+		r.Batches++
+		r.Records += p.records
+		r.MinTimestamp = min(r.MinTimestamp, p.minTS)
+		r.MaxTimestamp = max(r.MaxTimestamp, p.maxTS)
+	}
+
+	footer := object[pos:pos]
+	for i := range runs {
+		footer = appendRun(footer, &runs[i])
+	}
+	footer = binary.BigEndian.AppendUint32(footer, uint32(len(runs)))
+	footer = binary.BigEndian.AppendUint32(footer, uint32(len(runs)*runSize+4))
+	end := pos + int64(len(footer))
+	crc := crc32.Checksum(object[:end], castagnoli)
+	footer = binary.BigEndian.AppendUint32(footer, crc)
+	footer = binary.BigEndian.AppendUint16(footer, objectVersion)
+	_ = append(footer, objectMagic...) // fills object exactly: its size was computed above
+
+	// Drop the references to the caller's batch bytes so they can be
+	// collected, but keep the slice's capacity for the next object.
+	clear(w.pending)
+	w.pending = w.pending[:0]
+	w.bodyLen = 0
+	return object, runs
+}
+
+func samePartition(a, b *pendingBatch) bool {
+	return a.topic == b.topic && a.partition == b.partition
+}
+
+func appendRun(b []byte, r *Run) []byte {
+	b = append(b, r.TopicID[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Partition))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Offset))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Length))
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Batches))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Records))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.MinTimestamp))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.MaxTimestamp))
+	return b
+}
+
+func readRun(b []byte) Run {
+	var r Run
+	copy(r.TopicID[:], b[:16])
+	r.Partition = int32(binary.BigEndian.Uint32(b[16:]))
+	r.Offset = int64(binary.BigEndian.Uint64(b[20:]))
+	r.Length = int64(binary.BigEndian.Uint64(b[28:]))
+	r.Batches = int32(binary.BigEndian.Uint32(b[36:]))
+	r.Records = int64(binary.BigEndian.Uint64(b[40:]))
+	r.MinTimestamp = int64(binary.BigEndian.Uint64(b[48:]))
+	r.MaxTimestamp = int64(binary.BigEndian.Uint64(b[56:]))
+	return r
+}
+
+// compareRuns orders runs by topic id, then partition.
+func compareRuns(a, b *Run) int {
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+// ParseObject checks the magic, version and checksum of a whole object and
+// returns its runs in body order. Beyond the checksum it checks that the runs
+// lie inside the body, in order and without overlap, and that each partition
+// has one run, sorted by topic id then partition, as Finish writes them; so a
+// caller may slice the body by them, or search them, without further checks. Any mismatch returns an error
+// wrapping ErrCorruptObject.
+func ParseObject(object []byte) ([]Run, error) {
+	n := len(object)
+	if n < minObjectSize {
+		return nil, fmt.Errorf("%w: %d bytes is shorter than a footer", ErrCorruptObject, n)
+	}
+	if string(object[n-4:]) != objectMagic {
+		return nil, fmt.Errorf("%w: bad magic %q", ErrCorruptObject, object[n-4:])
+	}
+	if v := binary.BigEndian.Uint16(object[n-6:]); v != objectVersion {
+		return nil, fmt.Errorf("%w: unsupported version %d", ErrCorruptObject, v)
+	}
+	want := binary.BigEndian.Uint32(object[n-10:])
+	if got := crc32.Checksum(object[:n-10], castagnoli); got != want {
+		return nil, fmt.Errorf("%w: checksum %08x, footer says %08x", ErrCorruptObject, got, want)
+	}
+	footerLen := int64(binary.BigEndian.Uint32(object[n-14:]))
+	if footerLen < 4 || footerLen > int64(n-tailSize) || (footerLen-4)%runSize != 0 {
+		return nil, fmt.Errorf("%w: footer length %d", ErrCorruptObject, footerLen)
+	}
+	countAt := n - tailSize - 4
+	count := int64(binary.BigEndian.Uint32(object[countAt:]))
+	if count*runSize+4 != footerLen {
+		return nil, fmt.Errorf("%w: %d runs do not fill a footer of %d bytes", ErrCorruptObject, count, footerLen)
+	}
+	bodyLen := int64(n-tailSize) - footerLen
+	runs := make([]Run, count)
+	next := int64(0)
+	for i := range runs {
+		r := readRun(object[bodyLen+int64(i)*runSize:])
+		// Length <= bodyLen-Offset rather than Offset+Length <= bodyLen:
+		// the latter overflows for crafted values.
+		if r.Offset < next || r.Offset > bodyLen || r.Length < 0 || r.Length > bodyLen-r.Offset {
+			return nil, fmt.Errorf("%w: run %d [%d, +%d) outside body of %d bytes or out of order",
+				ErrCorruptObject, i, r.Offset, r.Length, bodyLen)
+		}
+		if r.Batches <= 0 {
+			return nil, fmt.Errorf("%w: run %d has %d batches", ErrCorruptObject, i, r.Batches)
+		}
+		if i > 0 && compareRuns(&runs[i-1], &r) >= 0 {
+			return nil, fmt.Errorf("%w: run %d (partition %d) not after run %d (partition %d)",
+				ErrCorruptObject, i, r.Partition, i-1, runs[i-1].Partition)
+		}
+		next = r.Offset + r.Length
+		runs[i] = r
+	}
+	return runs, nil
+}
+
+// NewObjectKey returns a fresh key spread over 256 prefixes:
+// "objects/<2 hex chars>/<unix ms 13 digits>-<16 random hex chars>". The
+// prefix is the first random byte, so keys written in the same millisecond
+// still land on different prefixes (S3 scales request rates per prefix).
+func NewObjectKey() string {
+	var rnd [8]byte
+	// crypto/rand.Read never returns an error (it panics if the system's
+	// source fails, which nothing here could recover from anyway).
+	_, _ = rand.Read(rnd[:])
+	suffix := hex.EncodeToString(rnd[:])
+	return fmt.Sprintf("objects/%s/%013d-%s", suffix[:2], time.Now().UnixMilli(), suffix)
+}

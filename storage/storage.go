@@ -1,0 +1,49 @@
+// Package storage owns floe's access to object storage: the small Bucket
+// interface and its implementations (file, memory, S3 in subpackages), the
+// immutable object format (v1) that holds flushed record batches, and the read
+// cache that serves fetches.
+//
+// storage never imports metadata or kafkaproto: it knows bytes, keys and
+// byte ranges, not offsets or Kafka requests.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned (possibly wrapped) when a key does not exist.
+var ErrNotFound = errors.New("storage: object not found")
+
+// ErrExists is returned by PutIfAbsent when the key already exists.
+var ErrExists = errors.New("storage: object already exists")
+
+// ObjectInfo describes one stored object as listed.
+type ObjectInfo struct {
+	Key          string
+	Size         int64
+	LastModified time.Time
+}
+
+// Bucket is the whole of what floe asks of an object store. Objects are
+// immutable once written: floe never overwrites a key it has written.
+type Bucket interface {
+	// Put stores data under key, replacing nothing floe relies on: keys are
+	// unique per flush. It returns only once the object is durable.
+	Put(ctx context.Context, key string, data []byte) error
+	// PutIfAbsent stores data under key only if no object exists there yet
+	// (If-None-Match: *); otherwise it returns ErrExists.
+	PutIfAbsent(ctx context.Context, key string, data []byte) error
+	// GetRange returns length bytes of the object starting at offset. A
+	// negative length reads to the end of the object. Reading past the end
+	// returns the bytes that exist; a missing key returns ErrNotFound.
+	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
+	// Size returns the size of the object, or ErrNotFound.
+	Size(ctx context.Context, key string) (int64, error)
+	// Delete removes key. Deleting a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// List calls fn for every object whose key starts with prefix, in
+	// lexical key order. An error from fn stops the listing and is returned.
+	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+}

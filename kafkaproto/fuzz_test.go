@@ -1,0 +1,148 @@
+package kafkaproto
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FuzzParseRequest feeds arbitrary frames to the header parser and decoder.
+// Neither may panic, and a frame that parses must parse the same way again
+// after kmsg re-encodes it.
+func FuzzParseRequest(f *testing.F) {
+	for _, req := range testRequests(f) {
+		if req.Key() == 7 && req.GetVersion() == 0 {
+			continue // kmsg's formatter cannot write it
+		}
+		f.Add(kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz")).AppendRequest(nil, req, 1)[4:])
+	}
+	f.Add(rawHeader{key: 18, version: 99, corr: 1, clientID: -1, tags: []byte{1, 0, 2, 'h', 'i'}}.bytes("body"))
+	f.Add(rawHeader{key: 7, version: 0, corr: 1, clientID: -100}.bytes("\x00\x00\x00\x01"))
+	f.Add(rawHeader{key: 999, version: 1, corr: 1, clientID: 0}.bytes(""))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		hdr, body, err := ParseRequestHeader(frame)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error not ErrMalformed: %v", err)
+			}
+			return
+		}
+		if len(body) > len(frame)-8 {
+			t.Fatalf("body of %d bytes from a %d byte frame", len(body), len(frame))
+		}
+		req, err := DecodeRequest(hdr, body)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) || req != nil {
+				t.Fatalf("decode: %v %v", req, err)
+			}
+			return
+		}
+		if hdr.APIKey == 7 && hdr.APIVersion == 0 {
+			return
+		}
+		var opts []kmsg.RequestFormatterOpt
+		if hdr.ClientID != nil {
+			opts = append(opts, kmsg.FormatterClientID(*hdr.ClientID))
+		}
+		again := kmsg.NewRequestFormatter(opts...).AppendRequest(nil, req, hdr.CorrelationID)
+		hdr2, body2, err := ParseRequestHeader(again[4:])
+		if err != nil {
+			t.Fatalf("re-encoded request does not parse: %v", err)
+		}
+		if hdr2.APIKey != hdr.APIKey || hdr2.APIVersion != hdr.APIVersion || hdr2.CorrelationID != hdr.CorrelationID ||
+			(hdr2.ClientID == nil) != (hdr.ClientID == nil) || hdr.ClientID != nil && *hdr2.ClientID != *hdr.ClientID {
+			t.Fatalf("header %+v became %+v", hdr, hdr2)
+		}
+		req2, err := DecodeRequest(hdr2, body2)
+		if err != nil {
+			t.Fatalf("re-encoded request does not decode: %v", err)
+		}
+		if !bytes.Equal(req2.AppendTo(nil), req.AppendTo(nil)) {
+			t.Fatal("re-encoded request decodes differently")
+		}
+	})
+}
+
+// seedBatches are valid batches in every codec plus edge cases.
+func seedBatches(f *testing.F) [][]byte {
+	var seeds [][]byte
+	for _, codec := range testCodecs {
+		seeds = append(seeds, buildBatch(f, codec, 1_700_000_000_000, sampleRecords()))
+	}
+	seeds = append(seeds, legacyMessage(0), legacyMessage(1))
+	return seeds
+}
+
+// FuzzSplitBatches checks that a records field splits into batches that
+// exactly tile it, and that validating and decoding them never panics.
+func FuzzSplitBatches(f *testing.F) {
+	seeds := seedBatches(f)
+	f.Add(bytes.Join(seeds, nil))
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, records []byte) {
+		batches, err := SplitBatches(records)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error not ErrMalformed: %v", err)
+			}
+			return
+		}
+		var n int
+		for _, b := range batches {
+			if !bytes.Equal(b, records[n:n+len(b)]) {
+				t.Fatal("batches do not tile the input")
+			}
+			n += len(b)
+			h, err := ParseBatchHeader(b)
+			if err != nil && h.Magic == 2 && len(b) >= BatchHeaderSize {
+				t.Fatalf("header of a split batch: %v", err)
+			}
+			if h.TotalSize() != len(b) {
+				t.Fatalf("batch of %d bytes says %d", len(b), h.TotalSize())
+			}
+			if h, err := ValidateProduced(b); err == nil {
+				if _, recs, err := DecodeRecords(b); err == nil && len(recs) != int(h.NumRecords) {
+					t.Fatalf("%d records, header says %d", len(recs), h.NumRecords)
+				}
+			}
+		}
+		if n != len(records) {
+			t.Fatalf("batches cover %d of %d bytes", n, len(records))
+		}
+	})
+}
+
+// FuzzDecodeRecords decodes arbitrary batches. So that mutations get past the
+// header checks, each input is also decoded with its magic and length fixed
+// up.
+func FuzzDecodeRecords(f *testing.F) {
+	for _, s := range seedBatches(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, batch []byte) {
+		check := func(b []byte) {
+			h, recs, err := DecodeRecords(b)
+			if err != nil {
+				if !errors.Is(err, ErrMalformed) || recs != nil {
+					t.Fatalf("error %v with %d records", err, len(recs))
+				}
+				return
+			}
+			if len(recs) != int(h.NumRecords) {
+				t.Fatalf("%d records, header says %d", len(recs), h.NumRecords)
+			}
+		}
+		check(batch)
+		if len(batch) >= BatchHeaderSize {
+			fixed := bytes.Clone(batch)
+			fixed[16] = 2
+			binary.BigEndian.PutUint32(fixed[8:], uint32(len(fixed)-12))
+			check(fixed)
+		}
+	})
+}

@@ -1,0 +1,211 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/jackc/pgx/v5"
+
+	"floe/metadata"
+	"floe/metadata/internal/sqlutil"
+)
+
+// commitShards is the number of rows of the 'commits' counter (see the
+// counters table in 0001_init.sql).
+const commitShards = 16
+
+// CommitObject implements metadata.Store with one call of
+// floe_commit_object: one statement in autocommit mode, so one transaction
+// and, once pgx has the statement prepared on the connection, one round trip.
+func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
+	if err := obj.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(obj.Runs)
+	var (
+		topics   = make([][]byte, n)
+		parts    = make([]int32, n)
+		offsets  = make([]int64, n)
+		lengths  = make([]int64, n)
+		batches  = make([]int32, n)
+		records  = make([]int64, n)
+		minTS    = make([]int64, n)
+		maxTS    = make([]int64, n)
+		shard    = rand.IntN(commitShards)
+		results  = make([]metadata.RunResult, n)
+		returned = 0
+	)
+	for i, r := range obj.Runs {
+		topics[i] = r.TopicID[:]
+		parts[i], offsets[i], lengths[i], batches[i] = r.Partition, r.ByteOffset, r.ByteLength, r.Batches
+		records[i], minTS[i], maxTS[i] = r.Records, r.MinTimestamp, r.MaxTimestamp
+	}
+	rows, err := s.pool.Query(ctx, `SELECT o_run, o_base FROM floe_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		obj.Key, obj.Size, obj.AgentID, shard, topics, parts, offsets, lengths, batches, records, minTS, maxTS)
+	if err != nil {
+		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			run  int64
+			base *int64
+		)
+		if err := rows.Scan(&run, &base); err != nil {
+			return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+		}
+		if run < 1 || run > int64(n) {
+			return nil, fmt.Errorf("commit object %s: function returned run %d of %d", obj.Key, run, n)
+		}
+		if base == nil {
+			results[run-1] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
+		} else {
+			results[run-1] = metadata.RunResult{BaseOffset: *base}
+		}
+		returned++
+	}
+	// rows.Err reports a failure of the statement, and with it of the
+	// transaction; only then does the caller learn whether it committed.
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+	}
+	if returned != n {
+		return nil, fmt.Errorf("commit object %s: function returned %d results for %d runs", obj.Key, returned, n)
+	}
+	return results, nil
+}
+
+// CommitCount implements metadata.Store.
+func (s *Store) CommitCount(ctx context.Context) (int64, error) {
+	var c int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(value), 0)::bigint FROM counters WHERE name = 'commits'`).Scan(&c); err != nil {
+		return 0, fmt.Errorf("commit count: %w", err)
+	}
+	return c, nil
+}
+
+const indexColumns = `i.topic_id, i.part, i.base_offset, i.end_offset, i.object_key, i.byte_offset, i.byte_length, i.batches, i.min_ts, i.max_ts`
+
+func scanEntry(row pgx.Row) (metadata.IndexEntry, error) {
+	var (
+		e  metadata.IndexEntry
+		id []byte
+	)
+	if err := row.Scan(&id, &e.Partition, &e.BaseOffset, &e.EndOffset, &e.ObjectKey,
+		&e.ByteOffset, &e.ByteLength, &e.Batches, &e.MinTimestamp, &e.MaxTimestamp); err != nil {
+		return e, err
+	}
+	var err error
+	e.TopicID, err = sqlutil.TopicIDFromBytes(id)
+	return e, err
+}
+
+// Lookup implements metadata.Store. A limit <= 0 means no entry-count limit.
+//
+// The partition state and the entries are read by two statements sent as
+// one batch (one round trip). They see different snapshots, which is safe:
+// index rows are committed together with the next_offset that covers them,
+// and the entry query repeats the range check against the partition row.
+func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition int32, offset int64, maxBytes int64, limit int) ([]metadata.IndexEntry, error) {
+	var sqlLimit *int64
+	if limit > 0 {
+		l := int64(limit)
+		sqlLimit = &l
+	}
+	b := &pgx.Batch{}
+	b.Queue(partitionQuery, topic[:], partition)
+	// The inner max() finds the entry containing offset through the primary
+	// key; the outer scan then walks forward from it.
+	b.Queue(`SELECT `+indexColumns+` FROM object_index i
+		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
+		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > $3
+		  AND $3 >= p.log_start_offset AND $3 < p.next_offset
+		  AND i.base_offset >= coalesce((SELECT max(base_offset) FROM object_index
+		                                 WHERE topic_id = $1 AND part = $2 AND base_offset <= $3), $3)
+		ORDER BY i.base_offset LIMIT $4`, topic[:], partition, offset, sqlLimit)
+	out, err := func() ([]metadata.IndexEntry, error) {
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		p, err := scanPartition(br.QueryRow(), partition)
+		if err != nil {
+			return nil, err
+		}
+		if offset < p.LogStartOffset || offset > p.NextOffset {
+			return nil, fmt.Errorf("%w: offset %d, log start %d, high watermark %d", metadata.ErrOffsetOutOfRange, offset, p.LogStartOffset, p.NextOffset)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		if offset == p.NextOffset {
+			return nil, nil
+		}
+		var (
+			out   []metadata.IndexEntry
+			total int64
+		)
+		for rows.Next() {
+			e, err := scanEntry(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+			total += e.ByteLength
+			if total >= maxBytes {
+				break
+			}
+		}
+		return out, rows.Err()
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("lookup %x/%d@%d: %w", topic, partition, offset, err)
+	}
+	return out, nil
+}
+
+// LookupTimestamp implements metadata.Store. Entries wholly below the log
+// start offset are ignored; ErrUnknownTopic if the partition does not exist.
+func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, partition int32, ts int64) (metadata.IndexEntry, error) {
+	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+indexColumns+` FROM object_index i
+		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
+		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > p.log_start_offset AND i.max_ts >= $3
+		ORDER BY i.base_offset LIMIT 1`, ts)
+	if err != nil {
+		return e, fmt.Errorf("lookup %x/%d timestamp %d: %w", topic, partition, ts, err)
+	}
+	return e, nil
+}
+
+// LookupMaxTimestamp implements metadata.Store; ErrUnknownTopic if the
+// partition does not exist.
+func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, partition int32) (metadata.IndexEntry, error) {
+	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+indexColumns+` FROM object_index i
+		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
+		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > p.log_start_offset
+		ORDER BY i.max_ts DESC, i.base_offset LIMIT 1`)
+	if err != nil {
+		return e, fmt.Errorf("lookup %x/%d max timestamp: %w", topic, partition, err)
+	}
+	return e, nil
+}
+
+// lookupOne sends the partition query and query (with topic, partition,
+// extra... as arguments) as one batch and returns query's single row.
+func (s *Store) lookupOne(ctx context.Context, topic metadata.TopicID, partition int32, query string, extra ...any) (metadata.IndexEntry, error) {
+	b := &pgx.Batch{}
+	b.Queue(partitionQuery, topic[:], partition)
+	b.Queue(query, append([]any{topic[:], partition}, extra...)...)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := scanPartition(br.QueryRow(), partition); err != nil {
+		return metadata.IndexEntry{}, err
+	}
+	e, err := scanEntry(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = metadata.ErrNotFound
+	}
+	return e, err
+}

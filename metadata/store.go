@@ -1,0 +1,172 @@
+// Package metadata owns floe's durable state outside object storage: topics
+// and their configs, partitions with their offsets, the index of flushed
+// objects, and the registry of live agents. One Store interface, one
+// PostgreSQL and one SQLite implementation (subpackages), one conformance
+// suite (storetest) that both pass.
+//
+// metadata never imports storage or kafkaproto, and never talks to the object
+// store: it records what the agents tell it about objects they wrote.
+package metadata
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned (possibly wrapped) by every Store implementation.
+var (
+	ErrTopicExists       = errors.New("metadata: topic already exists")
+	ErrUnknownTopic      = errors.New("metadata: unknown topic or partition")
+	ErrInvalidPartitions = errors.New("metadata: invalid partition count")
+	ErrOffsetOutOfRange  = errors.New("metadata: offset out of range")
+	ErrNotFound          = errors.New("metadata: not found")
+)
+
+// TopicID is a Kafka topic id: 16 random bytes, never all zero.
+type TopicID [16]byte
+
+// Topic is a topic as stored.
+type Topic struct {
+	ID         TopicID
+	Name       string
+	Partitions int32
+	// Configs holds only the configs set explicitly at creation (or later);
+	// defaults are applied by the agent.
+	Configs   map[string]string
+	CreatedAt time.Time
+}
+
+// PartitionState is the offset state of one partition.
+type PartitionState struct {
+	Partition      int32
+	LogStartOffset int64
+	// NextOffset is the high watermark: the offset the next committed record gets.
+	NextOffset int64
+	// MaxTimestamp is the largest batch max timestamp committed so far (-1 if none).
+	MaxTimestamp int64
+}
+
+// RunCommit is one (object, partition) run handed to CommitObject: the
+// partition's batches inside the object, back to back.
+type RunCommit struct {
+	TopicID      TopicID
+	Partition    int32
+	ByteOffset   int64 // position of the run in the object
+	ByteLength   int64
+	Batches      int32
+	Records      int64 // offsets the run occupies (sum of lastOffsetDelta+1)
+	MinTimestamp int64
+	MaxTimestamp int64
+}
+
+// ObjectCommit describes one flushed object: one PUT, committed in one
+// transaction.
+type ObjectCommit struct {
+	Key     string
+	Size    int64
+	AgentID string
+	Runs    []RunCommit
+}
+
+// RunResult is the outcome of one run of a commit, in the order of the runs.
+// Err is nil or ErrUnknownTopic (the topic was deleted, or the partition does
+// not exist); such a run gets no offsets and no index row.
+type RunResult struct {
+	BaseOffset int64
+	Err        error
+}
+
+// IndexEntry locates the offsets [BaseOffset, EndOffset) of a partition in an object.
+type IndexEntry struct {
+	TopicID      TopicID
+	Partition    int32
+	BaseOffset   int64
+	EndOffset    int64 // exclusive
+	ObjectKey    string
+	ByteOffset   int64
+	ByteLength   int64
+	Batches      int32
+	MinTimestamp int64
+	MaxTimestamp int64
+}
+
+// Agent is one registered agent process.
+type Agent struct {
+	ID     string // unique per process start
+	NodeID int32  // Kafka broker id; assigned by the store at registration
+	Host   string
+	Port   int32
+	Zone   string
+	// LastHeartbeat is set by the store, from the store's clock.
+	LastHeartbeat time.Time
+}
+
+// Store is the metadata store. Every method is safe for concurrent use.
+type Store interface {
+	// CreateTopic creates a topic with a fresh random id and partitions
+	// 0..partitions-1 at offset 0. ErrTopicExists if the name is taken;
+	// ErrInvalidPartitions if partitions < 1.
+	CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (Topic, error)
+	// DeleteTopic removes a topic, its partitions and its index entries
+	// (objects become unreferenced garbage). ErrUnknownTopic if absent.
+	DeleteTopic(ctx context.Context, name string) error
+	// Topic returns one topic by name; ErrUnknownTopic if absent.
+	Topic(ctx context.Context, name string) (Topic, error)
+	// TopicByID returns one topic by id; ErrUnknownTopic if absent.
+	TopicByID(ctx context.Context, id TopicID) (Topic, error)
+	// Topics returns all topics sorted by name.
+	Topics(ctx context.Context) ([]Topic, error)
+	// CreatePartitions raises a topic's partition count to total.
+	// ErrInvalidPartitions if total is not larger than the current count.
+	CreatePartitions(ctx context.Context, name string, total int32) error
+	// SetTopicConfigs replaces the explicitly set configs of a topic.
+	SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error
+
+	// Partitions returns the offset state of every partition of a topic,
+	// sorted by partition. ErrUnknownTopic if absent.
+	Partitions(ctx context.Context, topic TopicID) ([]PartitionState, error)
+	// Partition returns the offset state of one partition.
+	Partition(ctx context.Context, topic TopicID, partition int32) (PartitionState, error)
+
+	// CommitObject assigns offsets to every run of a flushed object and
+	// records one index row per run, all in ONE transaction: partition rows
+	// are locked in sorted (topic id, partition) order, each run's base
+	// offset is the partition's next offset, which then advances by the run's
+	// Records. Runs of unknown topics/partitions fail alone (RunResult.Err)
+	// without failing the others. A returned error means nothing was
+	// committed.
+	CommitObject(ctx context.Context, obj ObjectCommit) ([]RunResult, error)
+	// CommitCount returns how many CommitObject transactions have committed
+	// (for the one-commit-per-flush invariant and metrics).
+	CommitCount(ctx context.Context) (int64, error)
+
+	// Lookup returns index entries of a partition in offset order, starting
+	// with the entry that contains offset, until their byte lengths add up to
+	// at least maxBytes (always at least one entry if any covers offset) or
+	// limit entries. An offset at the high watermark returns no entries;
+	// below the log start or above the high watermark returns
+	// ErrOffsetOutOfRange.
+	Lookup(ctx context.Context, topic TopicID, partition int32, offset int64, maxBytes int64, limit int) ([]IndexEntry, error)
+	// LookupTimestamp returns the first entry (in offset order) whose
+	// MaxTimestamp >= ts, or ErrNotFound.
+	LookupTimestamp(ctx context.Context, topic TopicID, partition int32, ts int64) (IndexEntry, error)
+	// LookupMaxTimestamp returns the earliest entry holding the partition's
+	// largest timestamp, or ErrNotFound if the partition is empty.
+	LookupMaxTimestamp(ctx context.Context, topic TopicID, partition int32) (IndexEntry, error)
+
+	// RegisterAgent registers (or refreshes) an agent and returns it with
+	// its NodeID. A new ID gets a node id no live agent has.
+	RegisterAgent(ctx context.Context, a Agent) (Agent, error)
+	// Heartbeat refreshes an agent's LastHeartbeat; ErrNotFound if it was
+	// removed (expired or deregistered), in which case it must register again.
+	Heartbeat(ctx context.Context, id string) error
+	// DeregisterAgent removes an agent.
+	DeregisterAgent(ctx context.Context, id string) error
+	// LiveAgents returns agents whose last heartbeat is younger than ttl,
+	// sorted by NodeID; it also deletes agents older than ttl.
+	LiveAgents(ctx context.Context, ttl time.Duration) ([]Agent, error)
+
+	// Close releases the store's connections.
+	Close() error
+}

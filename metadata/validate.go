@@ -1,0 +1,35 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidCommit is returned by CommitObject, before anything is written,
+// for an ObjectCommit that no correct agent produces (a run without records,
+// a negative byte range). It means a bug in the caller, not a Kafka error.
+var ErrInvalidCommit = errors.New("metadata: invalid object commit")
+
+// Validate reports whether obj is well formed; every Store calls it at the
+// start of CommitObject so both implementations reject the same inputs.
+func (obj ObjectCommit) Validate() error {
+	if obj.Key == "" {
+		return fmt.Errorf("%w: empty object key", ErrInvalidCommit)
+	}
+	if obj.Size < 0 {
+		return fmt.Errorf("%w: object %s: negative size %d", ErrInvalidCommit, obj.Key, obj.Size)
+	}
+	for i, r := range obj.Runs {
+		switch {
+		case r.Records < 1:
+			// A run without offsets would get an empty index entry sharing its
+			// base offset with the next run of the partition.
+			return fmt.Errorf("%w: object %s run %d: %d records", ErrInvalidCommit, obj.Key, i, r.Records)
+		case r.ByteOffset < 0 || r.ByteLength < 0:
+			return fmt.Errorf("%w: object %s run %d: byte range %d+%d", ErrInvalidCommit, obj.Key, i, r.ByteOffset, r.ByteLength)
+		case r.Batches < 0:
+			return fmt.Errorf("%w: object %s run %d: %d batches", ErrInvalidCommit, obj.Key, i, r.Batches)
+		}
+	}
+	return nil
+}

@@ -97,6 +97,8 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			// Empty, never null: librdkafka rejects a null record set.
+			sp.RecordBatches = []byte{}
 			switch {
 			case err != nil:
 				sp.ErrorCode = kerr.KafkaStorageError.Code
@@ -152,7 +154,7 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, offs
 		a.log.Warn("fetch: index lookup failed", "err", err)
 		return 0, kerr.KafkaStorageError
 	}
-	var out []byte
+	out := sp.RecordBatches
 	for _, e := range entries {
 		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
 		if err != nil {

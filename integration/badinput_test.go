@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TestBadInput sends what a broken or hostile client might, and checks for
@@ -20,7 +21,8 @@ import (
 func TestBadInput(t *testing.T) {
 	p := startFloe(t, "dev", "--data-dir", t.TempDir(), "--auto-create-topics=false", "--max-request-size", "1048576")
 	ctx := testContext(t, 2*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MaxVersions(kversion.V3_0_0())) // raw requests keep topic names
 	if err != nil {
 		t.Fatal(err)
 	}

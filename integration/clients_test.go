@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"floe/kafkaproto"
 )
@@ -21,7 +22,9 @@ import (
 // devForClients is one `floe dev` shared by the client round-trip tests.
 func devForClients(t *testing.T) (*proc, *kgo.Client) {
 	p := startFloe(t, "dev", "--data-dir", t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
+	// Pinned to Kafka 3.0's versions so raw requests keep topic names
+	// (franz-go raises a raw request's version to the highest both speak).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.MaxVersions(kversion.V3_0_0()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,9 @@ type cluster struct {
 	env       []string
 }
 
-func newCluster(t *testing.T, name string) *cluster {
+func newCluster(t *testing.T, name string) *cluster { return newClusterTB(t, name) }
+
+func newClusterTB(t testing.TB, name string) *cluster {
 	pg := pgtest.Start(t)
 	mi := miniotest.Start(t)
 	return &cluster{
@@ -33,7 +35,7 @@ func newCluster(t *testing.T, name string) *cluster {
 	}
 }
 
-func (c *cluster) startAgent(t *testing.T, extra ...string) *proc {
+func (c *cluster) startAgent(t testing.TB, extra ...string) *proc {
 	args := append([]string{"agent", "--metadata", c.metaURL, "--bucket", c.bucketURL,
 		"--flush-interval", "20ms", "--agent-ttl", "3s"}, extra...)
 	return startFloeEnv(t, c.env, args...)

@@ -63,6 +63,7 @@ async function fetchAll (topic) {
   const Cluster = require('kafkajs/src/cluster')
   const cluster = new Cluster({
     logger: kafka.logger(),
+    socketFactory: require('kafkajs/src/network/socketFactory')(),
     brokers: [broker],
     connectionTimeout: 5000,
     retry: { retries: 3 }

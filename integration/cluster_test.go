@@ -4,6 +4,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,7 @@ func newClusterTB(t testing.TB, name string) *cluster {
 	mi := miniotest.Start(t)
 	return &cluster{
 		metaURL:   pg.CreateDatabase(t, name),
-		bucketURL: mi.URL(mi.NewBucket(t, name)),
+		bucketURL: mi.URL(mi.NewBucket(t, strings.ReplaceAll(name, "_", "-"))), // S3 names allow no '_'
 		env:       mi.Env(),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"floe/storage"
 )
@@ -66,7 +67,7 @@ func newMetrics() *metrics {
 		m.producedBytes, m.producedRecords, m.fetchedBytes, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
 		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

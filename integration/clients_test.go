@@ -150,7 +150,7 @@ func TestSarama(t *testing.T) {
 			want := make(map[int32][]string)
 			for i := range 90 {
 				m := &sarama.ProducerMessage{Topic: "sarama", Key: sarama.StringEncoder(fmt.Sprint("k", i)),
-					Value: sarama.StringEncoder(fmt.Sprint("v", i)),
+					Value:   sarama.StringEncoder(fmt.Sprint("v", i)),
 					Headers: []sarama.RecordHeader{{Key: []byte("i"), Value: []byte(fmt.Sprint(i))}}}
 				part, off, err := prod.SendMessage(m)
 				if err != nil {

@@ -55,6 +55,13 @@ func TestDevCodecsRoundTripAndRestart(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// One PUT and one commit per flush, and no flush failed.
+	flushes := p.metric(t, "floe_agent_flushes_total")
+	puts := p.metric(t, `floe_storage_requests_total{op="put"}`)
+	if flushes == 0 || puts != flushes || p.metric(t, "floe_agent_flush_errors_total") != 0 {
+		t.Fatalf("%v flushes, %v PUTs, %v flush errors", flushes, puts, p.metric(t, "floe_agent_flush_errors_total"))
+	}
+	t.Logf("%v flushes for %d records", flushes, len(codecs)*n)
 
 	// Restart: the same data is served and offsets continue.
 	p.Restart()

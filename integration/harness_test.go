@@ -181,33 +181,25 @@ func (p *proc) Alive() bool {
 	}
 }
 
-// metric reads one unlabelled metric value from /metrics (sum over labels
-// when the name matches several series).
-func (p *proc) metric(t testing.TB, name string) float64 {
+// metric reads one series from /metrics, named exactly as exposed
+// (e.g. `floe_storage_requests_total{op="put"}`); absent is 0.
+func (p *proc) metric(t testing.TB, series string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + p.HTTPAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var sum float64
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		metricName, rest, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		if base, _, hasLabels := strings.Cut(metricName, "{"); base == name || (!hasLabels && metricName == name) {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == series {
 			var v float64
-			fmt.Sscan(rest, &v)
-			sum += v
+			fmt.Sscan(value, &v)
+			return v
 		}
 	}
-	return sum
+	return 0
 }
 
 func testContext(t testing.TB, d time.Duration) context.Context {

@@ -213,4 +213,3 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	defer cancel()
 	return a.Close(sctx)
 }
-

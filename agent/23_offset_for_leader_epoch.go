@@ -2,10 +2,10 @@ package agent
 
 // OffsetForLeaderEpoch (key 23), versions 0–4.
 //
-// floe has one leader epoch, 0, for every partition, so the end offset of any
-// epoch the client knows is the high watermark; an epoch from the future is
-// UNKNOWN_LEADER_EPOCH... and clients never hold one, since Metadata only
-// reports 0.
+// floe has one leader epoch, 0, for every partition (Metadata reports it and
+// Fetch stamps it on every batch), so the end offset of epoch 0 is the high
+// watermark. A current epoch above 0 is UNKNOWN_LEADER_EPOCH, and asking for a
+// later epoch gets the undefined epoch and offset, as Kafka answers.
 
 import (
 	"context"

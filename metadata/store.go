@@ -104,6 +104,9 @@ type Agent struct {
 
 // Store is the metadata store. Every method is safe for concurrent use.
 type Store interface {
+	GroupStore
+	CompactionStore
+
 	// CreateTopic creates a topic with a fresh random id and partitions
 	// 0..partitions-1 at offset 0. ErrTopicExists if the name is taken;
 	// ErrInvalidPartitions if partitions < 1.

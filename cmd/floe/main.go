@@ -31,23 +31,32 @@ be set through the environment as FLOE_<NAME> (e.g. --flush-interval is
 FLOE_FLUSH_INTERVAL).
 `
 
+// commands maps each subcommand to its entry point; each command's file
+// registers itself in an init function.
+var commands = map[string]func(args []string) error{}
+
+func init() {
+	commands["dev"] = runDev
+	commands["agent"] = runAgent
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
 	var err error
-	switch os.Args[1] {
-	case "dev":
-		err = runDev(os.Args[2:])
-	case "agent":
-		err = runAgent(os.Args[2:])
+	switch name := os.Args[1]; name {
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
 	default:
-		fmt.Fprintf(os.Stderr, "floe: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
+		run, ok := commands[name]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "floe: unknown command %q\n\n%s", name, usage)
+			os.Exit(2)
+		}
+		err = run(os.Args[2:])
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -53,6 +53,7 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 		if n >= int64(req.MinBytes) || anyErr || !now.Before(deadline) {
 			a.metrics.fetchSeconds.Observe(time.Since(start).Seconds())
 			a.metrics.fetchedBytes.Add(float64(n))
+			a.metrics.fetchedRecords.Add(float64(countRecords(resp)))
 			return resp, nil
 		}
 		poll := time.NewTimer(min(a.cfg.RemotePollInterval, deadline.Sub(now)))
@@ -203,4 +204,22 @@ func appendBatches(out, run []byte, base, offset, limit int64, first bool) ([]by
 		base = next
 	}
 	return out, false
+}
+
+// countRecords counts the offsets the batches of a fetch answer span.
+func countRecords(resp *kmsg.FetchResponse) int64 {
+	var n int64
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			for b := p.RecordBatches; len(b) >= kafkaproto.BatchHeaderSize; {
+				h, err := kafkaproto.ParseBatchHeader(b)
+				if err != nil || h.TotalSize() > len(b) {
+					break
+				}
+				n += int64(h.LastOffsetDelta) + 1
+				b = b[h.TotalSize():]
+			}
+		}
+	}
+	return n
 }

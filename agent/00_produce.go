@@ -65,7 +65,7 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				if code != nil {
 					return code
 				}
-				pw, aerr := a.batcher.add(topic.ID, rp.Partition, []produceBatch{b})
+				pw, aerr := a.batcher.add(topic.ID, rp.Partition, b)
 				if aerr != nil {
 					return kerr.NotLeaderForPartition
 				}
@@ -149,5 +149,14 @@ func validateProduceRecords(version int16, records []byte, maxBytes int64) (prod
 	if int64(len(b)) > maxBytes {
 		return produceBatch{}, kerr.MessageTooLarge
 	}
-	return produceBatch{data: b, records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp}, nil
+	if h.IsTransactional() {
+		// Transactions are not served yet, so no partition is ever part of
+		// one: Kafka's answer for a transactional batch outside a transaction.
+		return produceBatch{}, kerr.InvalidTxnState
+	}
+	pb := produceBatch{data: b, records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp, pid: -1}
+	if h.ProducerID >= 0 {
+		pb.pid, pb.epoch, pb.sequence = h.ProducerID, h.ProducerEpoch, h.BaseSequence
+	}
+	return pb, nil
 }

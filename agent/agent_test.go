@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -54,7 +56,11 @@ func newTestAgent(t *testing.T, bucket storage.Bucket, opts ...func(*Config)) *t
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a := New(cfg, store, bucket, nil)
+	var log *slog.Logger
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	a := New(cfg, store, bucket, log)
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +150,7 @@ func TestBatcherDirectOneObject(t *testing.T) {
 	for p := range int32(500) {
 		for range 2 {
 			b := testBatch(t, 3)
-			pw, err := ta.batcher.add(topic.ID, p, []produceBatch{{data: b, records: 3}})
+			pw, err := ta.batcher.add(topic.ID, p, produceBatch{data: b, records: 3, pid: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,6 +38,8 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleDescribeConfigs(ctx, r)
 	case kmsg.CreatePartitions:
 		return a.handleCreatePartitions(ctx, r)
+	case kmsg.InitProducerID:
+		return a.handleInitProducerID(ctx, r)
 	case kmsg.DescribeCluster:
 		return a.handleDescribeCluster(ctx, r)
 	default:

@@ -54,9 +54,10 @@ type partKey struct {
 	partition int32
 }
 
-// produceWaiter is one partition of one produce request waiting for its flush.
+// produceWaiter is one partition of one produce request — one batch, as
+// Kafka allows from Produce v3 on — waiting for its flush.
 type produceWaiter struct {
-	records    int64
+	batch      metadata.BatchCommit
 	done       chan struct{}
 	baseOffset int64
 	err        *kerr.Error
@@ -64,10 +65,13 @@ type produceWaiter struct {
 
 // produceBatch is one validated batch handed to the batcher.
 type produceBatch struct {
-	data    []byte
-	records int64
-	minTS   int64
-	maxTS   int64
+	data     []byte
+	records  int64
+	minTS    int64
+	maxTS    int64
+	pid      int64 // -1 unless idempotent
+	epoch    int16
+	sequence int32
 }
 
 // flush is one cut pending object on its way to the bucket and the store.
@@ -111,12 +115,8 @@ var errClosed = errors.New("agent is shutting down")
 // add places the batches of one partition of one produce request into the
 // pending object and returns the waiter answered after its flush. It blocks
 // while the agent's buffer budget is used up (backpressure).
-func (b *batcher) add(topic metadata.TopicID, partition int32, batches []produceBatch) (*produceWaiter, error) {
-	var size, records int64
-	for _, pb := range batches {
-		size += int64(len(pb.data))
-		records += pb.records
-	}
+func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) (*produceWaiter, error) {
+	size := int64(len(pb.data))
 	b.mu.Lock()
 	for !b.closed && b.buffered > 0 && b.buffered+size > b.a.cfg.BufferBytes {
 		b.a.metrics.backpressureWaits.Inc()
@@ -126,10 +126,11 @@ func (b *batcher) add(topic metadata.TopicID, partition int32, batches []produce
 		b.mu.Unlock()
 		return nil, errClosed
 	}
-	for _, pb := range batches {
-		b.w.Add(storage.TopicID(topic), partition, pb.data, pb.records, pb.minTS, pb.maxTS)
-	}
-	pw := &produceWaiter{records: records, done: make(chan struct{})}
+	b.w.Add(storage.TopicID(topic), partition, pb.data, pb.records, pb.minTS, pb.maxTS)
+	pw := &produceWaiter{done: make(chan struct{}), batch: metadata.BatchCommit{
+		ByteLength: size, Records: pb.records, MinTimestamp: pb.minTS, MaxTimestamp: pb.maxTS,
+		ProducerID: pb.pid, ProducerEpoch: pb.epoch, BaseSequence: pb.sequence,
+	}}
 	k := partKey{topic, partition}
 	b.parts[k] = append(b.parts[k], pw)
 	b.pending += size
@@ -219,11 +220,16 @@ func (b *batcher) run(f *flush) {
 	}
 	commit := metadata.ObjectCommit{Key: key, Size: int64(len(data)), AgentID: b.a.id, Runs: make([]metadata.RunCommit, len(runs))}
 	for i, r := range runs {
-		commit.Runs[i] = metadata.RunCommit{
+		rc := metadata.RunCommit{
 			TopicID: metadata.TopicID(r.TopicID), Partition: r.Partition,
 			ByteOffset: r.Offset, ByteLength: r.Length, Batches: r.Batches,
 			Records: r.Records, MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp,
 		}
+		// The run holds the waiters' batches in add order.
+		for _, pw := range f.parts[partKey{metadata.TopicID(r.TopicID), r.Partition}] {
+			rc.BatchList = append(rc.BatchList, pw.batch)
+		}
+		commit.Runs[i] = rc
 	}
 	cstart := time.Now()
 	results, err := b.commit(ctx, commit)
@@ -238,13 +244,22 @@ func (b *batcher) run(f *flush) {
 	}
 	for i, r := range runs {
 		k := partKey{metadata.TopicID(r.TopicID), r.Partition}
-		base := results[i].BaseOffset
-		for _, pw := range f.parts[k] {
-			if results[i].Err != nil {
+		for j, pw := range f.parts[k] {
+			res := results[i]
+			switch {
+			case res.Err != nil:
 				pw.err = kerr.UnknownTopicOrPartition
-			} else {
-				pw.baseOffset = base
-				base += pw.records
+			case j >= len(res.Batches):
+				pw.err = kerr.UnknownServerError // a store that broke its contract
+			case errors.Is(res.Batches[j].Err, metadata.ErrOutOfOrderSequence):
+				pw.err = kerr.OutOfOrderSequenceNumber
+			case errors.Is(res.Batches[j].Err, metadata.ErrInvalidProducerEpoch):
+				pw.err = kerr.InvalidProducerEpoch
+			case res.Batches[j].Err != nil:
+				pw.err = kerr.UnknownServerError
+			default:
+				// A duplicate is answered with its original offset.
+				pw.baseOffset = res.Batches[j].BaseOffset
 			}
 			close(pw.done)
 		}

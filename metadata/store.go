@@ -58,6 +58,11 @@ type RunCommit struct {
 	Records      int64 // offsets the run occupies (sum of lastOffsetDelta+1)
 	MinTimestamp int64
 	MaxTimestamp int64
+	// BatchList optionally lists the run's batches; when given, producer
+	// sequences are checked per batch (RunResult.Batches), duplicates and
+	// rejected batches get no offsets, and the run may become several index
+	// rows.
+	BatchList []BatchCommit
 }
 
 // ObjectCommit describes one flushed object: one PUT, committed in one
@@ -75,6 +80,8 @@ type ObjectCommit struct {
 type RunResult struct {
 	BaseOffset int64
 	Err        error
+	// Batches holds one result per BatchList entry, when the run had one.
+	Batches []BatchResult
 }
 
 // IndexEntry locates the offsets [BaseOffset, EndOffset) of a partition in an object.
@@ -106,6 +113,7 @@ type Agent struct {
 type Store interface {
 	GroupStore
 	CompactionStore
+	ProducerStore
 
 	// CreateTopic creates a topic with a fresh random id and partitions
 	// 0..partitions-1 at offset 0. ErrTopicExists if the name is taken;

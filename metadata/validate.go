@@ -30,6 +30,19 @@ func (obj ObjectCommit) Validate() error {
 		case r.Batches < 0:
 			return fmt.Errorf("%w: object %s run %d: %d batches", ErrInvalidCommit, obj.Key, i, r.Batches)
 		}
+		if len(r.BatchList) > 0 {
+			var bytes, records int64
+			for _, b := range r.BatchList {
+				if b.Records < 1 || b.ByteLength < 1 {
+					return fmt.Errorf("%w: object %s run %d: batch of %d records, %d bytes", ErrInvalidCommit, obj.Key, i, b.Records, b.ByteLength)
+				}
+				bytes += b.ByteLength
+				records += b.Records
+			}
+			if bytes != r.ByteLength || records != r.Records || int32(len(r.BatchList)) != r.Batches {
+				return fmt.Errorf("%w: object %s run %d: batch list does not add up to the run", ErrInvalidCommit, obj.Key, i)
+			}
+		}
 	}
 	return nil
 }

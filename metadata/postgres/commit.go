@@ -23,6 +23,13 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 	if err := obj.Validate(); err != nil {
 		return nil, err
 	}
+	if obj.Idempotent() {
+		res, err := s.commitChecked(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+		}
+		return res, nil
+	}
 	n := len(obj.Runs)
 	var (
 		topics   = make([][]byte, n)
@@ -73,6 +80,12 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 	}
 	if returned != n {
 		return nil, fmt.Errorf("commit object %s: function returned %d results for %d runs", obj.Key, returned, n)
+	}
+	// No batch was checked: each listed batch simply follows the previous.
+	for i, r := range obj.Runs {
+		if len(r.BatchList) > 0 && results[i].Err == nil {
+			results[i].Batches, _, _ = metadata.PlanRun(results[i].BaseOffset, r, nil)
+		}
 	}
 	return results, nil
 }

@@ -70,12 +70,22 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 				results[i] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
 				continue
 			}
+			states, err := loadProducerStates(ctx, tx, r)
+			if err != nil {
+				return err
+			}
 			base := st.next
-			st.next += r.Records
-			st.maxTS = max(st.maxTS, r.MaxTimestamp)
-			results[i] = metadata.RunResult{BaseOffset: base}
-			if _, err := ins.ExecContext(ctx, r.TopicID[:], r.Partition, base, st.next, obj.Key,
-				r.ByteOffset, r.ByteLength, r.Batches, r.MinTimestamp, r.MaxTimestamp); err != nil {
+			batches, segs, next := metadata.PlanRun(st.next, r, states)
+			st.next = next
+			results[i] = metadata.RunResult{BaseOffset: base, Batches: batches}
+			for _, sg := range segs {
+				st.maxTS = max(st.maxTS, sg.MaxTimestamp)
+				if _, err := ins.ExecContext(ctx, r.TopicID[:], r.Partition, sg.BaseOffset, sg.EndOffset, obj.Key,
+					sg.ByteOffset, sg.ByteLength, sg.Batches, sg.MinTimestamp, sg.MaxTimestamp); err != nil {
+					return err
+				}
+			}
+			if err := saveProducerStates(ctx, tx, r, states, s.now().UnixMilli()); err != nil {
 				return err
 			}
 		}

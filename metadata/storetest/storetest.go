@@ -42,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"LookupTimestamp", testLookupTimestamp},
 		{"LookupMaxTimestamp", testLookupMaxTimestamp},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"InitProducerID", testInitProducerID},
+		{"ProducerSequences", testProducerSequences},
 		{"Agents", testAgents},
 		{"AgentNodeIDReuse", testAgentNodeIDReuse},
 		{"AgentExpiry", testAgentExpiry},

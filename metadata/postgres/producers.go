@@ -1,0 +1,196 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+
+	"floe/metadata"
+	"floe/metadata/internal/sqlutil"
+)
+
+// InitProducerID implements metadata.ProducerStore.
+func (s *Store) InitProducerID(ctx context.Context, producerID int64, epoch int16) (int64, int16, error) {
+	if producerID >= 0 {
+		// Bump only from the current epoch: the update matches nothing
+		// otherwise, and the id is unknown or fenced.
+		var ep int16
+		err := s.pool.QueryRow(ctx, `UPDATE producer_ids SET epoch = epoch + 1
+			WHERE producer_id = $1 AND epoch = $2 AND epoch < $3 RETURNING epoch`,
+			producerID, epoch, int16(math.MaxInt16-1)).Scan(&ep)
+		if err == nil {
+			return producerID, ep, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return -1, -1, fmt.Errorf("init producer id: %w", err)
+		}
+		var cur int16
+		err = s.pool.QueryRow(ctx, `SELECT epoch FROM producer_ids WHERE producer_id = $1`, producerID).Scan(&cur)
+		if err != nil || cur != epoch {
+			return -1, -1, fmt.Errorf("init producer id %d epoch %d: %w", producerID, epoch, metadata.ErrInvalidProducerEpoch)
+		}
+		// Epoch exhausted: a fresh id, as Kafka does.
+	}
+	var id int64
+	if err := s.pool.QueryRow(ctx, `INSERT INTO producer_ids (epoch) VALUES (0) RETURNING producer_id`).Scan(&id); err != nil {
+		return -1, -1, fmt.Errorf("init producer id: %w", err)
+	}
+	return id, 0, nil
+}
+
+type pidKey struct {
+	run sqlutil.RunKey
+	pid int64
+}
+
+// commitChecked commits an object whose runs carry idempotent batches. The
+// sequence checks need the producers' states, so this is a transaction
+// driven from here rather than one function call: lock the partitions (in
+// sorted order, as floe_commit_object does), read the producer states, plan
+// every run with metadata.PlanRun, and write everything back in one batch.
+func (s *Store) commitChecked(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
+	type state struct {
+		next, maxTS int64
+	}
+	var keys []sqlutil.RunKey
+	seen := map[sqlutil.RunKey]bool{}
+	var ptopics [][]byte
+	var pparts []int32
+	var ppids []int64
+	seenPid := map[pidKey]bool{}
+	for _, r := range obj.Runs {
+		k := sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		for _, b := range r.BatchList {
+			pk := pidKey{k, b.ProducerID}
+			if b.ProducerID >= 0 && !seenPid[pk] {
+				seenPid[pk] = true
+				ptopics, pparts, ppids = append(ptopics, r.TopicID[:]), append(pparts, r.Partition), append(ppids, b.ProducerID)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	topics := make([][]byte, len(keys))
+	parts := make([]int32, len(keys))
+	for i, k := range keys {
+		topics[i], parts[i] = k.Topic[:], k.Partition
+	}
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+
+	states := map[sqlutil.RunKey]*state{}
+	rows, err := tx.Query(ctx, `SELECT p.topic_id, p.part, p.next_offset, p.max_timestamp FROM partitions p
+		WHERE (p.topic_id, p.part) IN (SELECT u.t, u.q FROM unnest($1::bytea[], $2::integer[]) AS u(t, q))
+		ORDER BY p.topic_id, p.part FOR UPDATE OF p`, topics, parts)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id []byte
+		var k sqlutil.RunKey
+		st := &state{}
+		if err := rows.Scan(&id, &k.Partition, &st.next, &st.maxTS); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		copy(k.Topic[:], id)
+		states[k] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	producers := map[sqlutil.RunKey]map[int64]*metadata.ProducerState{}
+	rows, err = tx.Query(ctx, `SELECT s.topic_id, s.part, s.producer_id, s.epoch, s.batches FROM producer_state s
+		WHERE (s.topic_id, s.part, s.producer_id) IN
+		      (SELECT u.t, u.q, u.p FROM unnest($1::bytea[], $2::integer[], $3::bigint[]) AS u(t, q, p))`, ptopics, pparts, ppids)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id []byte
+		var k sqlutil.RunKey
+		var pid int64
+		var epoch int16
+		var raw string
+		if err := rows.Scan(&id, &k.Partition, &pid, &epoch, &raw); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		copy(k.Topic[:], id)
+		st, err := sqlutil.DecodeProducerState(epoch, raw)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if producers[k] == nil {
+			producers[k] = map[int64]*metadata.ProducerState{}
+		}
+		producers[k][pid] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO objects (key, size, agent_id) VALUES ($1, $2, $3)`, obj.Key, obj.Size, obj.AgentID)
+	results := make([]metadata.RunResult, len(obj.Runs))
+	for i, r := range obj.Runs {
+		k := sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}
+		st := states[k]
+		if st == nil {
+			results[i] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
+			continue
+		}
+		if producers[k] == nil {
+			producers[k] = map[int64]*metadata.ProducerState{}
+		}
+		base := st.next
+		batches, segs, next := metadata.PlanRun(st.next, r, producers[k])
+		st.next = next
+		results[i] = metadata.RunResult{BaseOffset: base, Batches: batches}
+		for _, sg := range segs {
+			st.maxTS = max(st.maxTS, sg.MaxTimestamp)
+			b.Queue(`INSERT INTO object_index (topic_id, part, base_offset, end_offset, object_key,
+				byte_offset, byte_length, batches, min_ts, max_ts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				r.TopicID[:], r.Partition, sg.BaseOffset, sg.EndOffset, obj.Key, sg.ByteOffset, sg.ByteLength, sg.Batches, sg.MinTimestamp, sg.MaxTimestamp)
+		}
+	}
+	for _, k := range keys {
+		st := states[k]
+		if st == nil {
+			continue
+		}
+		b.Queue(`UPDATE partitions SET next_offset = $1, max_timestamp = $2 WHERE topic_id = $3 AND part = $4`,
+			st.next, st.maxTS, k.Topic[:], k.Partition)
+		for pid, ps := range producers[k] {
+			raw, err := sqlutil.EncodeProducerState(ps)
+			if err != nil {
+				return nil, err
+			}
+			b.Queue(`INSERT INTO producer_state (topic_id, part, producer_id, epoch, batches) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (topic_id, part, producer_id) DO UPDATE SET epoch = excluded.epoch, batches = excluded.batches, updated_at = now()`,
+				k.Topic[:], k.Partition, pid, ps.Epoch, raw)
+		}
+	}
+	b.Queue(`UPDATE counters SET value = value + 1 WHERE name = 'commits' AND shard = $1`, rand.IntN(commitShards))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return results, nil
+}

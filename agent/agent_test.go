@@ -105,7 +105,11 @@ func (ta *testAgent) createTopic(t *testing.T, cl *kgo.Client, name string, part
 func TestOneFlushIsOnePutAndOneCommit(t *testing.T) {
 	for _, partitions := range []int32{1, 500} {
 		ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = 2 * time.Second })
-		cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+		// Linger so every record is buffered before the first request, and
+		// no idempotence so several requests may be in flight: every batch
+		// then reaches the agent well within one flush interval.
+		cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(50*time.Millisecond),
+			kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
 		ta.createTopic(t, cl, "econ", partitions)
 		ctx := context.Background()
 		commitsBefore, err := ta.store.CommitCount(ctx)

@@ -94,6 +94,17 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 		} else {
 			topic, ok, err = a.topics.get(ctx, rt.Topic)
 		}
+		// One read of every partition's offsets per topic: an idle long
+		// poll costs one query per topic, not one per partition.
+		var states []metadata.PartitionState
+		if ok && err == nil {
+			states, err = a.store.Partitions(ctx, topic.ID)
+			if errors.Is(err, metadata.ErrUnknownTopic) {
+				ok, err = false, nil
+			} else if err != nil {
+				a.log.Warn("fetch: partition states failed", "topic", topic.Name, "err", err)
+			}
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -105,14 +116,14 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case !ok && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:
+			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(states):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				limit := min(int64(rp.PartitionMaxBytes), remaining)
 				if rp.PartitionMaxBytes <= 0 {
 					limit = remaining
 				}
-				n, code := a.fetchPartition(ctx, topic.ID, rp.FetchOffset, limit, total == 0, &sp)
+				n, code := a.fetchPartition(ctx, topic.ID, states[rp.Partition], rp.FetchOffset, limit, total == 0, &sp)
 				if code != nil {
 					sp.ErrorCode = code.Code
 				}
@@ -130,16 +141,9 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 }
 
 // fetchPartition fills sp with the batches from offset on, up to limit bytes
-// (or one whole batch when first is true and the first batch is larger).
-func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
-	st, err := a.store.Partition(ctx, topic, sp.Partition)
-	if err != nil {
-		if errors.Is(err, metadata.ErrUnknownTopic) {
-			return 0, kerr.UnknownTopicOrPartition
-		}
-		a.log.Warn("fetch: partition state failed", "err", err)
-		return 0, kerr.KafkaStorageError
-	}
+// (or one whole batch when first is true and the first batch is larger),
+// given the partition's offsets st.
+func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, st.NextOffset, st.LogStartOffset
 	if offset < st.LogStartOffset || offset > st.NextOffset {
 		return 0, kerr.OffsetOutOfRange

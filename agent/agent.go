@@ -33,6 +33,8 @@ type Agent struct {
 	batcher *batcher
 	topics  *topicCache
 	commits *broadcaster // woken after every local commit
+	// reqBudget bounds request bytes read and not yet answered.
+	reqBudget *byteBudget
 
 	id     string
 	self   metadata.Agent // registered identity, NodeID set by the store
@@ -78,6 +80,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.cache = storage.NewCache(a.bucket, cfg.CacheBytes)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
+	a.reqBudget = newByteBudget(cfg.RequestBufferBytes)
 	return a
 }
 
@@ -190,6 +193,7 @@ func (a *Agent) Close(ctx context.Context) error {
 		return nil
 	}
 	close(a.stopping)
+	a.reqBudget.wake()
 	a.ln.Close()
 	// Let connections finish the requests they already read, then close them.
 	a.connMu.Lock()
@@ -225,6 +229,16 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.log.Info("agent stopped", "agent_id", a.id)
 	return nil
+}
+
+// isClosing reports whether Close has begun.
+func (a *Agent) isClosing() bool {
+	select {
+	case <-a.stopping:
+		return true
+	default:
+		return false
+	}
 }
 
 func (a *Agent) acceptLoop() {

@@ -33,6 +33,9 @@ type Config struct {
 
 	// MaxRequestSize bounds one Kafka request frame.
 	MaxRequestSize int32
+	// RequestBufferBytes bounds the bytes of requests read but not yet
+	// answered, over all connections; readers wait beyond it.
+	RequestBufferBytes int64
 	// AutoCreateTopics creates unknown topics named in Metadata requests.
 	AutoCreateTopics bool
 	// DefaultPartitions is the partition count of auto-created topics and
@@ -63,6 +66,7 @@ func DefaultConfig() Config {
 		MaxInflightFlushes: 4,
 		BufferBytes:        64 << 20,
 		MaxRequestSize:     kafkaproto.DefaultMaxRequestSize,
+		RequestBufferBytes: 256 << 20,
 		DefaultPartitions:  1,
 		CacheBytes:         256 << 20,
 		HeartbeatInterval:  time.Second,

@@ -51,6 +51,7 @@ type request struct {
 
 // inflight is a request whose answer the writer waits for.
 type inflight struct {
+	size int64 // frame bytes held in the agent's request budget
 	hdr  kafkaproto.RequestHeader
 	done chan struct{}
 	resp kmsg.Response // nil: send nothing (acks=0 produce)
@@ -110,15 +111,20 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.a.metrics.requestBytes.Add(float64(len(frame) + 4))
+		size := int64(len(frame))
+		if !c.a.reqBudget.acquire(size, c.a.isClosing) {
+			return
+		}
 		hdr, body, err := kafkaproto.ParseRequestHeader(frame)
 		if err != nil {
+			c.a.reqBudget.release(size)
 			c.log.Warn("closing connection: malformed request header", "err", err)
 			return
 		}
 		if hdr.ClientID != nil && c.zone == "" {
 			c.zone = zoneFromClientID(*hdr.ClientID)
 		}
-		f := &inflight{hdr: hdr, done: make(chan struct{})}
+		f := &inflight{size: size, hdr: hdr, done: make(chan struct{})}
 		if resp, ok := c.unsupported(hdr); ok {
 			f.resp = resp
 			close(f.done)
@@ -130,6 +136,7 @@ func (c *conn) readLoop() {
 		}
 		req, err := kafkaproto.DecodeRequest(hdr, body)
 		if err != nil {
+			c.a.reqBudget.release(size)
 			c.log.Warn("closing connection: malformed request", "api_key", hdr.APIKey, "version", hdr.APIVersion, "err", err)
 			return
 		}
@@ -197,6 +204,9 @@ func (c *conn) writeLoop() {
 	broken := false
 	for f := range c.queue {
 		<-f.done
+		// The request's frame (which produce batches alias) is no longer
+		// needed once answered.
+		c.a.reqBudget.release(f.size)
 		if broken {
 			continue
 		}

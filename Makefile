@@ -14,7 +14,7 @@ export AWS_EC2_METADATA_DISABLED := true
 export FLOE_MINIO_BIN := $(MINIO_BIN)
 
 # Packages with concurrency, tested under the race detector.
-RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/...
+RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/...
 
 .PHONY: run build test test-unit test-integration lint bench deps minio kcat postgres clean
 

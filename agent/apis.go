@@ -40,6 +40,8 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleCreatePartitions(ctx, r)
 	case kmsg.InitProducerID:
 		return a.handleInitProducerID(ctx, r)
+	case kmsg.DeleteRecords:
+		return a.handleDeleteRecords(ctx, r)
 	case kmsg.DescribeCluster:
 		return a.handleDescribeCluster(ctx, r)
 	default:

@@ -13,11 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
 
 	"floe/agent"
+	"floe/storage/faulty"
 )
 
 const usage = `floe — a diskless, Kafka-compatible broker on object storage.
@@ -25,6 +27,7 @@ const usage = `floe — a diskless, Kafka-compatible broker on object storage.
 Usage:
   floe dev   [flags]   run one agent on embedded stores (SQLite + ./floe-data)
   floe agent [flags]   run an agent against a shared metadata store and bucket
+  floe compactor [flags]  merge objects, apply retention, collect garbage
 
 Run 'floe <command> --help' for the flags of a command. Every flag can also
 be set through the environment as FLOE_<NAME> (e.g. --flush-interval is
@@ -72,6 +75,13 @@ type agentFlags struct {
 	cfg           agent.Config
 	logLevel      string
 	shutdownGrace time.Duration
+	// bucketLatency and cpuProfile serve `floe bench`: S3-like PUT/GET
+	// latency on any bucket, and a CPU profile of the agent under load.
+	bucketLatency time.Duration
+	cpuProfile    string
+	// compactor, when set (floe dev), runs the compactor's jobs in the
+	// agent's process.
+	compactor *compactorFlags
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
@@ -107,6 +117,8 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for in-flight requests")
+	fs.DurationVar(&f.bucketLatency, "bucket-latency", 0, "benchmarking: add this latency to every object-store request (e.g. 100ms, like S3)")
+	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "benchmarking: write a pprof CPU profile of the whole run to `file`")
 }
 
 func (f *agentFlags) logger() (*slog.Logger, error) {
@@ -161,6 +173,8 @@ func runDev(args []string) error {
 	fs := newFlagSet("dev", "Runs one agent on embedded stores: metadata in SQLite (DIR/meta.db) and\nobjects in a directory (DIR/objects). Nothing else to install or start.")
 	dataDir := fs.String("data-dir", "./floe-data", "`directory` holding the metadata database and the objects")
 	f.register(fs)
+	f.compactor = devCompactorFlags()
+	f.compactor.register(fs, "compactor-")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -210,7 +224,28 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 		return err
 	}
 	defer closeBucket()
+	if f.bucketLatency > 0 {
+		bucket = &faulty.Bucket{Bucket: bucket, Latency: f.bucketLatency}
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
+	if f.compactor != nil {
+		stopCompactor, err := startCompactor(ctx, f.compactor, store, bucket, log)
+		if err != nil {
+			return err
+		}
+		defer stopCompactor()
+	}
 	a := agent.New(f.cfg, store, bucket, log)
 	if err := a.Start(ctx); err != nil {
 		return err

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"floe/compactor"
+	"floe/metadata"
+	"floe/storage"
+	"floe/storage/faulty"
+)
+
+func init() {
+	commands["compactor"] = runCompactor
+}
+
+// compactorFlags registers a compactor.Config's flags, each name prefixed
+// (`floe dev` prefixes them with "compactor-" next to the agent's flags).
+type compactorFlags struct {
+	cfg compactor.Config
+}
+
+func (f *compactorFlags) register(fs *flag.FlagSet, prefix string) {
+	c := &f.cfg
+	fs.StringVar(&c.ID, prefix+"id", c.ID, "compactor `id`, the owner name of its job leases (default: random per process)")
+	fs.DurationVar(&c.Interval, prefix+"interval", c.Interval, "pause between rounds of jobs")
+	fs.DurationVar(&c.LeaseTTL, prefix+"lease-ttl", c.LeaseTTL, "job lease duration; a dead compactor's jobs are taken over after it")
+	fs.IntVar(&c.Plan.FanIn, prefix+"fan-in", c.Plan.FanIn, "`objects` of one level merged into one object of the next")
+	fs.DurationVar(&c.Plan.MaxWait, prefix+"max-wait", c.Plan.MaxWait, "merge fewer than fan-in objects once the oldest is this old")
+	fs.IntVar(&c.Plan.MaxLevel, prefix+"max-level", c.Plan.MaxLevel, "highest `level` merges write")
+	fs.Int64Var(&c.Plan.MaxBytes, prefix+"max-merge-bytes", c.Plan.MaxBytes, "largest merged object in `bytes`")
+	fs.DurationVar(&c.Grace, prefix+"grace", c.Grace, "how long unreferenced objects stay in the bucket, and how old an uncommitted object must be to be deleted as an orphan")
+	fs.DurationVar(&c.DefaultRetention, prefix+"retention", c.DefaultRetention, "broker default of retention.ms (negative: keep forever)")
+	fs.Int64Var(&c.DefaultRetentionBytes, prefix+"retention-bytes", c.DefaultRetentionBytes, "broker default of retention.bytes per partition (negative: unlimited)")
+	fs.DurationVar(&c.DefaultDeleteRetention, prefix+"delete-retention", c.DefaultDeleteRetention, "broker default of delete.retention.ms: how long tombstones survive key compaction")
+	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes` that key compaction rewrites (in memory)")
+}
+
+func (f *compactorFlags) check() error {
+	c := f.cfg
+	if c.Interval <= 0 || c.LeaseTTL <= 0 || c.Plan.FanIn < 2 || c.Plan.MaxLevel < 1 || c.Plan.MaxBytes <= 0 || c.Grace < 0 {
+		return errors.New("compactor: interval and lease TTL must be positive, fan-in >= 2, max level >= 1, max merge bytes > 0, grace >= 0")
+	}
+	return nil
+}
+
+func runCompactor(args []string) error {
+	af := agentFlags{} // only for --log-level and --bucket-latency
+	cf := compactorFlags{cfg: compactor.DefaultConfig()}
+	fs := newFlagSet("compactor", "Runs the background jobs against a shared metadata store and bucket: merges small\nobjects, applies retention, key-compacts cleanup.policy=compact topics and deletes\nunreferenced and orphaned objects. Run several for availability: jobs are leased.")
+	metaURL := fs.String("metadata", "", "metadata store `URL`: postgres://user:pass@host:port/db or sqlite://PATH")
+	bucketURL := fs.String("bucket", "", "bucket `URL`: s3://BUCKET[/prefix]?endpoint=URL&region=R, file://DIR or mem://")
+	httpAddr := fs.String("http-addr", ":8081", "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
+	fs.StringVar(&af.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.DurationVar(&af.bucketLatency, "bucket-latency", 0, "testing: add this latency to every object-store request (widens the windows a crash test aims at)")
+	cf.register(fs, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *metaURL == "" || *bucketURL == "" {
+		fs.Usage()
+		return errors.New("--metadata and --bucket are required")
+	}
+	if err := cf.check(); err != nil {
+		return err
+	}
+	log, err := af.logger()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := openStore(ctx, *metaURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	bucket, closeBucket, err := openBucket(ctx, *bucketURL)
+	if err != nil {
+		return err
+	}
+	defer closeBucket()
+	if af.bucketLatency > 0 {
+		bucket = &faulty.Bucket{Bucket: bucket, Latency: af.bucketLatency}
+	}
+
+	c := compactor.New(cf.cfg, store, bucket, log)
+	var srv *http.Server
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			return fmt.Errorf("http listener: %w", err)
+		}
+		srv = &http.Server{Handler: compactorHTTP(c, store), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+	}
+	c.Start(ctx)
+	log.Info("compactor running", "id", cf.cfg.ID)
+	<-ctx.Done()
+	log.Info("shutting down")
+	c.Close()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}
+	return nil
+}
+
+// compactorHTTP serves /metrics, /healthz and /readyz (the metadata store
+// answers).
+func compactorHTTP(c *compactor.Compactor, store metadata.Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", c.Metrics())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := store.Leases(ctx); err != nil {
+			http.Error(w, "metadata store unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// devCompactorFlags are the compactor defaults of `floe dev`: rounds and
+// grace periods short enough to watch locally, and no broker-default
+// retention — a local broker keeps what it is given unless a topic sets
+// retention.ms or retention.bytes itself.
+func devCompactorFlags() *compactorFlags {
+	f := &compactorFlags{cfg: compactor.DefaultConfig()}
+	f.cfg.Interval = 5 * time.Second
+	f.cfg.DefaultRetention = -time.Millisecond
+	f.cfg.Grace = time.Minute
+	f.cfg.Plan.MaxWait = time.Minute
+	return f
+}
+
+// startCompactor runs a compactor in this process (floe dev) until the
+// returned stop is called.
+func startCompactor(ctx context.Context, f *compactorFlags, store metadata.Store, bucket storage.Bucket, log *slog.Logger) (func(), error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	c := compactor.New(f.cfg, store, bucket, log)
+	c.Start(ctx)
+	return c.Close, nil
+}

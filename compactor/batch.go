@@ -1,0 +1,87 @@
+package compactor
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"floe/kafkaproto"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// keptRecord is one record that survives key compaction, with its absolute
+// offset and timestamp (the batch it came from is gone).
+type keptRecord struct {
+	offset    int64
+	timestamp int64
+	rec       kafkaproto.Record
+}
+
+// encodeBatch writes an uncompressed v2 record batch holding recs, whose
+// base offset is base and which spans the offsets [base, base+span): its
+// lastOffsetDelta is span-1 even when the last record has a smaller delta,
+// as Kafka's log cleaner leaves batches. The fetch path walks batches by
+// lastOffsetDelta+1 from an index row's base offset, so covering the gap up
+// to the next batch keeps that walk exact without any change to it.
+//
+// The batch carries no producer id (-1): its records come from many
+// producer batches, and producer state lives in the metadata store.
+// recs must be non-empty, in offset order, inside [base, base+span), and
+// span must fit an int32.
+func encodeBatch(base, span int64, recs []keptRecord) []byte {
+	firstTS, maxTS := recs[0].timestamp, recs[0].timestamp
+	for _, r := range recs {
+		firstTS = min(firstTS, r.timestamp)
+		maxTS = max(maxTS, r.timestamp)
+	}
+	b := make([]byte, kafkaproto.BatchHeaderSize, kafkaproto.BatchHeaderSize+64*len(recs))
+	binary.BigEndian.PutUint64(b[0:], uint64(base))
+	// b[8:12] batchLength, filled below; b[12:16] leader epoch 0.
+	b[16] = 2 // magic
+	// b[17:21] crc, filled below; b[21:23] attributes 0: no codec, CreateTime.
+	binary.BigEndian.PutUint32(b[23:], uint32(span-1))
+	binary.BigEndian.PutUint64(b[27:], uint64(firstTS))
+	binary.BigEndian.PutUint64(b[35:], uint64(maxTS))
+	binary.BigEndian.PutUint64(b[43:], ^uint64(0)) // producer id -1
+	binary.BigEndian.PutUint16(b[51:], 0xffff)     // producer epoch -1
+	binary.BigEndian.PutUint32(b[53:], 0xffffffff) // base sequence -1
+	binary.BigEndian.PutUint32(b[57:], uint32(len(recs)))
+	var body []byte
+	for _, r := range recs {
+		body = body[:0]
+		body = append(body, 0) // record attributes
+		body = binary.AppendVarint(body, r.timestamp-firstTS)
+		body = binary.AppendVarint(body, r.offset-base)
+		body = appendVarBytes(body, r.rec.Key)
+		body = appendVarBytes(body, r.rec.Value)
+		body = binary.AppendVarint(body, int64(len(r.rec.Headers)))
+		for _, h := range r.rec.Headers {
+			body = binary.AppendVarint(body, int64(len(h.Key)))
+			body = append(body, h.Key...)
+			body = appendVarBytes(body, h.Value)
+		}
+		b = binary.AppendVarint(b, int64(len(body)))
+		b = append(b, body...)
+	}
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	return b
+}
+
+// appendVarBytes appends a varint length and v; nil is length -1 (null).
+func appendVarBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.AppendVarint(b, -1)
+	}
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}
+
+// recordTimestamp is a record's effective timestamp: its own (CreateTime)
+// or the batch's max timestamp when the broker stamped it (LogAppendTime).
+func recordTimestamp(h kafkaproto.BatchHeader, r kafkaproto.Record) int64 {
+	if h.TimestampType() == 1 {
+		return h.MaxTimestamp
+	}
+	return h.FirstTimestamp + r.TimestampDelta
+}

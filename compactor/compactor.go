@@ -1,0 +1,231 @@
+// Package compactor runs floe's background jobs: merging the small objects
+// agents flush into larger ones (levels), retention (retention.ms,
+// retention.bytes), key compaction of cleanup.policy=compact topics, and
+// garbage collection of objects nothing references any more and of objects
+// PUT by a process that died before committing them.
+//
+// Every job runs under a lease in the metadata store (one lease name per
+// job kind), so any number of compactors can run and no job runs twice at
+// once. Every job is safe to kill at any point: a merged object becomes
+// visible only through one atomic metadata swap (Store.ReplaceRows), which
+// fails if any source row changed meanwhile; an object written by a job
+// killed before its swap is an orphan the GC job deletes after the grace
+// period. Objects are deleted only after a grace period, so fetches that
+// read an index row just before a swap still find its object.
+//
+// The compactor never changes the object format or the bytes of a batch
+// that merges: merged objects hold the same batches as their sources, so
+// fetches are byte-identical before and after. Only key compaction
+// rewrites batches (uncompressed, offsets kept, see encodeBatch).
+package compactor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"floe/metadata"
+	"floe/storage"
+)
+
+// Config configures a Compactor. Zero durations and sizes are invalid;
+// start from DefaultConfig.
+type Config struct {
+	// ID names this compactor as the owner of its leases.
+	ID string
+	// Interval is the pause between rounds of jobs.
+	Interval time.Duration
+	// LeaseTTL is how long a job lease lasts without renewal; a job renews
+	// it between steps, and a killed compactor's lease expires after it.
+	LeaseTTL time.Duration
+	// Plan bounds merge jobs.
+	Plan PlanConfig
+	// Grace is how long an unreferenced object stays in the bucket, and
+	// how old an unknown object must be before it counts as an orphan.
+	Grace time.Duration
+	// DefaultRetention and DefaultRetentionBytes are the broker defaults
+	// of retention.ms and retention.bytes (negative: unlimited).
+	DefaultRetention      time.Duration
+	DefaultRetentionBytes int64
+	// DefaultDeleteRetention is the broker default of delete.retention.ms:
+	// how long tombstones survive key compaction.
+	DefaultDeleteRetention time.Duration
+	// KeyCompactMaxBytes skips key compaction of partitions whose dirty
+	// data is larger (it is done in memory).
+	KeyCompactMaxBytes int64
+	// DeleteBatch bounds the objects GC deletes per round.
+	DeleteBatch int
+}
+
+// DefaultConfig returns production defaults: WarpStream's fan-in of 32, a
+// one-hour grace period, Kafka's broker defaults for retention.
+func DefaultConfig() Config {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	return Config{
+		ID:       "compactor-" + hex.EncodeToString(rnd[:]),
+		Interval: 10 * time.Second,
+		LeaseTTL: time.Minute,
+		Plan: PlanConfig{
+			FanIn:    32,
+			MaxWait:  10 * time.Minute,
+			MaxLevel: 3,
+			MaxBytes: 256 << 20,
+		},
+		Grace:                  time.Hour,
+		DefaultRetention:       7 * 24 * time.Hour,
+		DefaultRetentionBytes:  -1,
+		DefaultDeleteRetention: 24 * time.Hour,
+		KeyCompactMaxBytes:     256 << 20,
+		DeleteBatch:            1000,
+	}
+}
+
+// Compactor runs the jobs in a loop between Start and Close.
+type Compactor struct {
+	cfg     Config
+	store   metadata.Store
+	bucket  storage.Bucket
+	log     *slog.Logger
+	metrics *metrics
+	// now is the clock of retention and tombstone expiry; tests may set it.
+	now func() time.Time
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a compactor; it does nothing until Start or RunOnce.
+func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logger) *Compactor {
+	return &Compactor{
+		cfg:     cfg,
+		store:   store,
+		bucket:  bucket,
+		log:     log.With("component", "compactor", "compactor_id", cfg.ID),
+		metrics: newMetrics(),
+		now:     time.Now,
+	}
+}
+
+// Metrics serves the compactor's Prometheus registry.
+func (c *Compactor) Metrics() http.Handler { return c.metrics.handler() }
+
+// Start runs rounds every Interval until Close.
+func (c *Compactor) Start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(c.cfg.Interval)
+		defer t.Stop()
+		for {
+			if err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("compaction round failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Close stops the loop and waits for the running job to notice. Leases
+// held are released so another compactor may continue at once.
+func (c *Compactor) Close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+}
+
+// Job names, used as lease names and metric labels.
+const (
+	jobMerge     = "merge"
+	jobRetention = "retention"
+	jobCompact   = "key-compaction"
+	jobGC        = "gc"
+)
+
+// RunOnce runs one round: retention, key compaction, merges, GC, each
+// under its lease (a job whose lease another compactor holds is skipped),
+// then refreshes the gauges. It returns the first error; later jobs still
+// run.
+func (c *Compactor) RunOnce(ctx context.Context) error {
+	var errs []error
+	for _, j := range []struct {
+		name string
+		fn   func(ctx context.Context, l *lease) error
+	}{
+		{jobRetention, c.retention},
+		{jobCompact, c.keyCompaction},
+		{jobMerge, c.merges},
+		{jobGC, c.gc},
+	} {
+		if ctx.Err() != nil {
+			break
+		}
+		err := c.withLease(ctx, j.name, j.fn)
+		result := "ok"
+		switch {
+		case errors.Is(err, errLeaseHeld):
+			result, err = "skipped", nil
+		case err != nil:
+			result = "error"
+			errs = append(errs, fmt.Errorf("%s: %w", j.name, err))
+		}
+		c.metrics.jobs.WithLabelValues(j.name, result).Inc()
+	}
+	if ctx.Err() == nil {
+		if err := c.refreshGauges(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var errLeaseHeld = errors.New("lease held by another compactor")
+
+// lease is a held job lease; renew extends it between the steps of a job
+// and reports whether it is still ours, so a job whose compactor stalled
+// past the TTL stops instead of racing the compactor that took over.
+type lease struct {
+	c    *Compactor
+	name string
+}
+
+func (l *lease) renew(ctx context.Context) error {
+	ok, err := l.c.store.AcquireLease(ctx, l.name, l.c.cfg.ID, l.c.cfg.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("lease %s lost", l.name)
+	}
+	return nil
+}
+
+func (c *Compactor) withLease(ctx context.Context, name string, fn func(ctx context.Context, l *lease) error) error {
+	ok, err := c.store.AcquireLease(ctx, name, c.cfg.ID, c.cfg.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errLeaseHeld
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.store.ReleaseLease(rctx, name, c.cfg.ID); err != nil {
+			c.log.Warn("release lease failed", "lease", name, "err", err)
+		}
+	}()
+	return fn(ctx, &lease{c: c, name: name})
+}

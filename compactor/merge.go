@@ -1,0 +1,215 @@
+package compactor
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+	"floe/storage"
+)
+
+// merges plans merge jobs from the live objects and runs them one by one,
+// renewing the lease between them.
+func (c *Compactor) merges(ctx context.Context, l *lease) error {
+	objs, err := c.store.Objects(ctx, metadata.ObjectLive)
+	if err != nil {
+		return err
+	}
+	for _, job := range PlanMerges(objs, c.cfg.Plan, c.now()) {
+		if err := l.renew(ctx); err != nil {
+			return err
+		}
+		if err := c.merge(ctx, job); err != nil {
+			return fmt.Errorf("merge %d objects of level %d: %w", len(job.Keys), job.Level, err)
+		}
+	}
+	return nil
+}
+
+// merge rewrites the rows of job's objects into one object of the next
+// level: it reads each source object's rows with one ranged GET, lays them out
+// grouped by partition in offset order, PUTs the object, then swaps the
+// index rows in one metadata transaction. The batches are copied byte for
+// byte, so a fetch returns the same bytes before and after.
+//
+// If the swap fails because a source row changed (retention, a topic
+// deletion), the new object is deleted and the job is abandoned; the next
+// round plans again. If the process dies between PUT and swap, the object
+// is an orphan that GC deletes after the grace period.
+func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
+	start := time.Now()
+	rows, err := c.store.ObjectRows(ctx, job.Keys)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil // unreferenced already; GC marks and deletes them
+	}
+	slices.SortFunc(rows, compareRows)
+	bodies, err := c.readSources(ctx, rows)
+	if err != nil {
+		return err
+	}
+	w := storage.NewObjectWriter()
+	for _, r := range rows {
+		b := bodies[r.ObjectKey]
+		if err := addRow(w, r, b.data[r.ByteOffset-b.from:r.ByteOffset-b.from+r.ByteLength]); err != nil {
+			return err
+		}
+	}
+	object, runs := w.Finish()
+	newRows := mergedRows(rows, runs)
+	key := storage.NewObjectKey()
+	if err := c.bucket.Put(ctx, key, object); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	// An unknown object older than the grace period is deleted as an orphan
+	// (by any compactor's GC); a swap this late could publish rows into an
+	// object that is already gone. Half the grace period leaves a margin
+	// for clock differences between the PUT and the listing.
+	if time.Since(start) > c.cfg.Grace/2 {
+		c.deleteQuietly(ctx, key)
+		return fmt.Errorf("merge took %v, more than half the grace period %v: abandoned", time.Since(start), c.cfg.Grace)
+	}
+	err = c.store.ReplaceRows(ctx, metadata.Replacement{
+		Sources: rows, Key: key, Size: int64(len(object)), Level: job.Level + 1,
+		Rows: newRows, Grace: c.cfg.Grace,
+	})
+	if errors.Is(err, metadata.ErrConflict) {
+		c.metrics.conflicts.Inc()
+		c.deleteQuietly(ctx, key)
+		c.log.Info("merge abandoned: sources changed", "level", job.Level, "objects", len(job.Keys))
+		return nil
+	}
+	if err != nil {
+		// The swap may or may not have committed: leave the object. If it
+		// did not, GC deletes it as an orphan after the grace period.
+		return err
+	}
+	c.metrics.merges.Inc()
+	c.metrics.mergedObjects.Add(float64(len(job.Keys)))
+	c.metrics.mergedBytes.Add(float64(len(object)))
+	c.log.Debug("merged", "key", key, "level", job.Level+1, "sources", len(job.Keys),
+		"rows_before", len(rows), "rows_after", len(newRows), "bytes", len(object))
+	return nil
+}
+
+// sourceBody is the bytes [from, from+len(data)) of one source object.
+type sourceBody struct {
+	from int64
+	data []byte
+}
+
+// readSources GETs, for each source object, the one byte range spanning all
+// its rows: one request per object rather than one per (object,
+// partition), since a merge usually takes every row of its objects.
+func (c *Compactor) readSources(ctx context.Context, rows []metadata.IndexEntry) (map[string]sourceBody, error) {
+	type span struct{ lo, hi int64 }
+	spans := map[string]span{}
+	var order []string
+	for _, r := range rows {
+		sp, ok := spans[r.ObjectKey]
+		if !ok {
+			order = append(order, r.ObjectKey)
+			sp = span{r.ByteOffset, r.ByteOffset + r.ByteLength}
+		}
+		spans[r.ObjectKey] = span{min(sp.lo, r.ByteOffset), max(sp.hi, r.ByteOffset+r.ByteLength)}
+	}
+	bodies := make(map[string]sourceBody, len(spans))
+	for _, key := range order {
+		sp := spans[key]
+		data, err := c.bucket.GetRange(ctx, key, sp.lo, sp.hi-sp.lo)
+		if err != nil {
+			return nil, fmt.Errorf("read %s [%d,%d): %w", key, sp.lo, sp.hi, err)
+		}
+		if int64(len(data)) != sp.hi-sp.lo {
+			return nil, fmt.Errorf("read %s [%d,%d): got %d bytes", key, sp.lo, sp.hi, len(data))
+		}
+		bodies[key] = sourceBody{from: sp.lo, data: data}
+	}
+	return bodies, nil
+}
+
+func (c *Compactor) deleteQuietly(ctx context.Context, key string) {
+	if err := c.bucket.Delete(context.WithoutCancel(ctx), key); err != nil {
+		c.log.Warn("delete abandoned object failed; GC will remove it", "key", key, "err", err)
+	}
+}
+
+// compareRows orders rows by topic id, partition and base offset: the order
+// ObjectWriter lays out a partition's batches in (it keeps Add order within
+// a partition).
+func compareRows(a, b metadata.IndexEntry) int {
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.BaseOffset, b.BaseOffset)
+}
+
+// addRow adds the batches of one source row to w, checking that they span
+// exactly the row's offsets: a mismatch means the row and its bytes
+// disagree, and merging them would corrupt what fetches return.
+func addRow(w *storage.ObjectWriter, r metadata.IndexEntry, data []byte) error {
+	var span int64
+	for len(data) > 0 {
+		h, err := kafkaproto.ParseBatchHeader(data)
+		if err != nil || h.TotalSize() > len(data) || h.TotalSize() < kafkaproto.BatchHeaderSize {
+			return fmt.Errorf("row %x/%d@%d in %s: malformed batch", r.TopicID, r.Partition, r.BaseOffset, r.ObjectKey)
+		}
+		n := int64(h.LastOffsetDelta) + 1
+		w.Add(storage.TopicID(r.TopicID), r.Partition, data[:h.TotalSize()], n, h.FirstTimestamp, h.MaxTimestamp)
+		span += n
+		data = data[h.TotalSize():]
+	}
+	if span != r.EndOffset-r.BaseOffset {
+		return fmt.Errorf("row %x/%d [%d,%d) in %s: batches span %d offsets", r.TopicID, r.Partition, r.BaseOffset, r.EndOffset, r.ObjectKey, span)
+	}
+	return nil
+}
+
+// mergedRows computes the index rows of the merged object: rows (sorted by
+// compareRows) were added in that order, so each partition's run holds
+// their bytes back to back. Source rows whose offsets are contiguous
+// collapse into one row; a gap (offsets of that partition in an object not
+// merged here) starts a new row, because the fetch path walks batches from
+// a row's base offset and must not walk across it.
+func mergedRows(rows []metadata.IndexEntry, runs []storage.Run) []metadata.IndexEntry {
+	var out []metadata.IndexEntry
+	ri := 0
+	for _, run := range runs {
+		pos := run.Offset
+		for ri < len(rows) && rows[ri].TopicID == metadata.TopicID(run.TopicID) && rows[ri].Partition == run.Partition {
+			r := rows[ri]
+			ri++
+			if n := len(out); n > 0 {
+				last := &out[n-1]
+				if last.TopicID == r.TopicID && last.Partition == r.Partition && last.EndOffset == r.BaseOffset {
+					last.EndOffset = r.EndOffset
+					last.ByteLength += r.ByteLength
+					last.Batches += r.Batches
+					last.MinTimestamp = min(last.MinTimestamp, r.MinTimestamp)
+					last.MaxTimestamp = max(last.MaxTimestamp, r.MaxTimestamp)
+					pos += r.ByteLength
+					continue
+				}
+			}
+			out = append(out, metadata.IndexEntry{
+				TopicID: r.TopicID, Partition: r.Partition,
+				BaseOffset: r.BaseOffset, EndOffset: r.EndOffset,
+				ByteOffset: pos, ByteLength: r.ByteLength, Batches: r.Batches,
+				MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp,
+			})
+			pos += r.ByteLength
+		}
+	}
+	return out
+}

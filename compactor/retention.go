@@ -1,0 +1,149 @@
+package compactor
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"floe/metadata"
+)
+
+// Topic configs the compactor reads. Their broker defaults come from
+// Config, so a cluster can change them in one place (the compactor's
+// flags), as Kafka's log.retention.* broker settings do.
+const (
+	cfgCleanupPolicy    = "cleanup.policy"
+	cfgRetentionMs      = "retention.ms"
+	cfgRetentionBytes   = "retention.bytes"
+	cfgDeleteRetention  = "delete.retention.ms"
+	cfgDirtyRatio       = "min.cleanable.dirty.ratio"
+	cfgMaxCompactionLag = "max.compaction.lag.ms"
+)
+
+// policies returns whether a topic's cleanup.policy includes delete and
+// compact ("delete" when unset; "compact,delete" is both).
+func policies(t metadata.Topic) (del, compact bool) {
+	v, ok := t.Configs[cfgCleanupPolicy]
+	if !ok {
+		return true, false
+	}
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case "delete":
+			del = true
+		case "compact":
+			compact = true
+		}
+	}
+	return del, compact
+}
+
+// intConfig returns a topic config as an integer, or def when unset or
+// unparsable.
+func intConfig(t metadata.Topic, name string, def int64) int64 {
+	if v, ok := t.Configs[name]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// floatConfig is intConfig for fractional configs.
+func floatConfig(t metadata.Topic, name string, def float64) float64 {
+	if v, ok := t.Configs[name]; ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			return f
+		}
+	}
+	return def
+}
+
+// retention advances the log start offset of every partition of every
+// topic whose cleanup.policy includes delete. Like Kafka, which deletes
+// whole segments, it drops whole index rows from the oldest on: a row goes
+// when its newest record is older than retention.ms, or when the rows above
+// the log start would still hold at least retention.bytes without it (as
+// Kafka deletes a segment only if the rest still holds retention.bytes). A row that is not
+// eligible stops the walk, so the log start never skips over live data.
+// Objects left without rows are reclaimed by GC.
+func (c *Compactor) retention(ctx context.Context, l *lease) error {
+	topics, err := c.store.Topics(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	for _, t := range topics {
+		del, _ := policies(t)
+		if !del {
+			continue
+		}
+		retMs := intConfig(t, cfgRetentionMs, c.cfg.DefaultRetention.Milliseconds())
+		retBytes := intConfig(t, cfgRetentionBytes, c.cfg.DefaultRetentionBytes)
+		if retMs < 0 && retBytes < 0 {
+			continue
+		}
+		if err := l.renew(ctx); err != nil {
+			return err
+		}
+		parts, err := c.store.Partitions(ctx, t.ID)
+		if errors.Is(err, metadata.ErrUnknownTopic) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			rows, err := c.store.PartitionRows(ctx, t.ID, p.Partition, p.NextOffset)
+			if errors.Is(err, metadata.ErrUnknownTopic) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			start := retentionStart(rows, p.LogStartOffset, now, retMs, retBytes)
+			if start <= p.LogStartOffset {
+				continue
+			}
+			if _, err := c.store.AdvanceLogStart(ctx, t.ID, p.Partition, start); err != nil {
+				if errors.Is(err, metadata.ErrUnknownTopic) {
+					break
+				}
+				return err
+			}
+			c.metrics.logStartMoves.Inc()
+			c.log.Debug("retention", "topic", t.Name, "partition", p.Partition, "log_start", start)
+		}
+	}
+	return nil
+}
+
+// retentionStart returns the log start offset retention allows for a
+// partition whose rows (in offset order) are given: the end of the longest
+// prefix of rows each expired by time or removable for size.
+// retMs or retBytes < 0 disables that limit.
+func retentionStart(rows []metadata.IndexEntry, logStart int64, now time.Time, retMs, retBytes int64) int64 {
+	var total int64
+	for _, r := range rows {
+		if r.EndOffset > logStart {
+			total += r.ByteLength
+		}
+	}
+	start := logStart
+	cutoff := now.UnixMilli() - retMs
+	for _, r := range rows {
+		if r.EndOffset <= start {
+			continue
+		}
+		expired := retMs >= 0 && r.MaxTimestamp < cutoff
+		tooBig := retBytes >= 0 && total-r.ByteLength >= retBytes
+		if !expired && !tooBig {
+			break
+		}
+		start = r.EndOffset
+		total -= r.ByteLength
+	}
+	return start
+}

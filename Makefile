@@ -14,7 +14,7 @@ export AWS_EC2_METADATA_DISABLED := true
 export FLOE_MINIO_BIN := $(MINIO_BIN)
 
 # Packages with concurrency, tested under the race detector.
-RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/...
+RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./internal/...
 
 .PHONY: run build test test-unit test-integration lint bench deps minio kcat postgres clean
 
@@ -37,9 +37,14 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-## bench: Go benchmarks of the hot paths
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/...
+## bench: Go benchmarks of the hot paths, then the `floe bench` matrix on floe dev and on
+## PostgreSQL + MinIO with the kfake and raw-PUT baselines; writes docs/benchmarks.md and docs/bench/
+bench: build minio postgres
+	mkdir -p docs/bench
+	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... \
+		> docs/bench/go-bench.txt || { cat docs/bench/go-bench.txt; exit 1; }
+	cat docs/bench/go-bench.txt
+	$(GO) run ./internal/bench/matrix --floe ./bin/floe --out docs
 
 ## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries
 deps: minio kcat postgres

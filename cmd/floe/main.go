@@ -28,6 +28,7 @@ Usage:
   floe dev   [flags]   run one agent on embedded stores (SQLite + ./floe-data)
   floe agent [flags]   run an agent against a shared metadata store and bucket
   floe compactor [flags]  merge objects, apply retention, collect garbage
+  floe bench MODE      load-test a broker: produce, consume or e2e, with baselines
 
 Run 'floe <command> --help' for the flags of a command. Every flag can also
 be set through the environment as FLOE_<NAME> (e.g. --flush-interval is

@@ -1,0 +1,506 @@
+// Command matrix is `make bench`: it runs floe's standard benchmark
+// matrix and writes the results under docs/. It starts what each scenario
+// needs — `floe dev`; a throwaway PostgreSQL and MinIO (the same harnesses
+// the integration tests use) with `floe agent` on them — runs `floe bench`
+// against it with the kfake and raw-PUT baselines, profiles the agent
+// (pprof) during the closed-loop runs, and writes docs/bench/*.json,
+// docs/bench/*.html, the profiles, and docs/benchmarks.md.
+//
+// It only starts servers on 127.0.0.1, in temporary directories it
+// removes, and stops everything it started.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"floe/internal/bench"
+	"floe/metadata/pgtest"
+	"floe/storage/miniotest"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "matrix:", err)
+		os.Exit(1)
+	}
+}
+
+// scenario is one row group of the matrix: an agent configuration and a
+// load.
+type scenario struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Store is "dev" (SQLite + directory) or "pg-minio".
+	Store     string   `json:"store"`
+	AgentArgs []string `json:"agent_args"`
+	BenchArgs []string `json:"bench_args"`
+	Profile   bool     `json:"profile"`
+	// Mode is the `floe bench` mode; empty means e2e.
+	Mode string `json:"mode"`
+	// FlushInterval is the agent's, for the latency target.
+	FlushInterval time.Duration `json:"flush_interval_ns"`
+	// BufferBytes is the agent's budget, for the overload target.
+	BufferBytes int64 `json:"buffer_bytes,omitempty"`
+
+	// Filled in by running.
+	AgentCommand string `json:"agent_command"`
+	BenchCommand string `json:"bench_command"`
+	// BaselineCommand runs the baselines after the agent has stopped.
+	BaselineCommand string  `json:"baseline_command,omitempty"`
+	IdleRSS         float64 `json:"idle_rss_bytes"`
+	// LoadBefore and LoadAfter are /proc/loadavg around the run: other
+	// work on the machine shows up there, and in the figures.
+	LoadBefore string          `json:"loadavg_before"`
+	LoadAfter  string          `json:"loadavg_after"`
+	Results    []*bench.Result `json:"results"`
+	ProfileTop string          `json:"-"`
+}
+
+func matrix(d time.Duration) []*scenario {
+	ds := d.String()
+	common := []string{"--duration", ds, "--partitions", "16", "--record-size", "1024", "--producers", "2", "--linger", "5ms"}
+	with := func(extra ...string) []string { return append(append([]string{}, common...), extra...) }
+	return []*scenario{
+		{Name: "dev-max", Title: "floe dev, closed loop (max throughput)", Store: "dev", Profile: true,
+			FlushInterval: 5 * time.Millisecond,
+			BenchArgs:     with("--kfake", "--raw-put-concurrency", "4")},
+		{Name: "dev-rate", Title: "floe dev, 10 000 records/s (latency)", Store: "dev",
+			FlushInterval: 5 * time.Millisecond,
+			BenchArgs:     with("--rate", "10000", "--kfake", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},
+		{Name: "pg-minio-max", Title: "agent on PostgreSQL + MinIO, closed loop (max throughput)", Store: "pg-minio", Profile: true,
+			FlushInterval: 250 * time.Millisecond,
+			BenchArgs:     with("--raw-put-concurrency", "4")},
+		{Name: "pg-minio-rate", Title: "agent on PostgreSQL + MinIO, 10 000 records/s (latency)", Store: "pg-minio",
+			FlushInterval: 250 * time.Millisecond,
+			BenchArgs:     with("--rate", "10000", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},
+		{Name: "dev-s3-latency", Title: "floe dev with 100 ms added to every object-store request (S3-like), 10 000 records/s",
+			Store: "dev", FlushInterval: 100 * time.Millisecond,
+			AgentArgs: []string{"--bucket-latency", "100ms", "--flush-interval", "100ms", "--flush-concurrency", "8"},
+			BenchArgs: with("--rate", "10000", "--raw-put-concurrency", "8", "--raw-put-latency", "100ms", "--raw-put-duration", "5s")},
+		{Name: "dev-overload", Title: "overload: 400 ms per request, one flush at a time, 16 MiB buffer, closed-loop produce",
+			Store: "dev", FlushInterval: 5 * time.Millisecond, BufferBytes: 16 << 20, Mode: bench.ModeProduce,
+			AgentArgs: []string{"--bucket-latency", "400ms", "--flush-concurrency", "1", "--buffer-bytes", "16777216", "--flush-bytes", "4194304"},
+			BenchArgs: with()},
+	}
+}
+
+func run() error {
+	floeBin := flag.String("floe", "bin/floe", "the floe `binary` to benchmark")
+	out := flag.String("out", "docs", "`directory` for benchmarks.md; results go to DIR/bench/")
+	dur := flag.Duration("duration", 10*time.Second, "sending time of each run")
+	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
+	flag.Parse()
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	bin, err := filepath.Abs(*floeBin)
+	if err != nil {
+		return err
+	}
+	resDir := filepath.Join(*out, "bench")
+	if err := os.MkdirAll(resDir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "floe-bench-matrix-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var scenarios []*scenario
+	for _, s := range matrix(*dur) {
+		if *only == "" || strings.Contains(","+*only+",", ","+s.Name+",") {
+			scenarios = append(scenarios, s)
+		}
+	}
+	var pgMinio *servers
+	for _, s := range scenarios {
+		if s.Store == "pg-minio" && pgMinio == nil {
+			if pgMinio, err = startServers(ctx, tmp); err != nil {
+				return err
+			}
+			defer pgMinio.stop()
+		}
+	}
+
+	for i, s := range scenarios {
+		fmt.Fprintf(os.Stderr, "\n== %s: %s\n", s.Name, s.Title)
+		if err := runScenario(ctx, bin, tmp, resDir, fmt.Sprint(i), s, pgMinio); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	rep := struct {
+		Generated time.Time      `json:"generated"`
+		Machine   bench.Machine  `json:"machine"`
+		Scenarios []*scenario    `json:"scenarios"`
+		Targets   []targetResult `json:"targets"`
+	}{time.Now().UTC(), bench.ThisMachine(), scenarios, evaluate(scenarios)}
+	f, err := os.Create(filepath.Join(resDir, "results.json"))
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	goBench, _ := os.ReadFile(filepath.Join(resDir, "go-bench.txt"))
+	md := renderMarkdown(rep.Generated, rep.Machine, scenarios, rep.Targets, string(goBench), *dur)
+	if err := os.WriteFile(filepath.Join(*out, "benchmarks.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "\nwrote %s and %s\n", filepath.Join(*out, "benchmarks.md"), resDir)
+	return nil
+}
+
+// servers is a throwaway PostgreSQL and MinIO.
+type servers struct {
+	pg        *pgtest.Server
+	minio     *miniotest.Server
+	stopMinio func()
+	dir       string
+	seq       int
+}
+
+func startServers(ctx context.Context, tmp string) (*servers, error) {
+	// pgtest's directory must be traversable by the postgres user.
+	pgDir, err := os.MkdirTemp("", "floe-bench-pg-")
+	if err != nil {
+		return nil, err
+	}
+	pg, err := pgtest.StartServer(pgDir)
+	if err != nil {
+		os.RemoveAll(pgDir)
+		return nil, fmt.Errorf("postgres: %w (run `make postgres`)", err)
+	}
+	mdir := filepath.Join(tmp, "minio")
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		return nil, err
+	}
+	mi, stop, err := miniotest.StartProcess(mdir)
+	if err != nil {
+		pg.Stop()
+		os.RemoveAll(pgDir)
+		return nil, fmt.Errorf("minio: %w", err)
+	}
+	return &servers{pg: pg, minio: mi, stopMinio: stop, dir: pgDir}, nil
+}
+
+func (s *servers) stop() {
+	s.stopMinio()
+	s.pg.Stop()
+	os.RemoveAll(s.dir)
+}
+
+// fresh returns a new database and bucket, so scenarios never share state.
+func (s *servers) fresh(ctx context.Context) (metaURL, bucketURL string, err error) {
+	s.seq++
+	name := fmt.Sprintf("floe-bench-%d", s.seq)
+	if metaURL, err = s.pg.CreateDB(ctx, strings.ReplaceAll(name, "-", "_")); err != nil {
+		return "", "", err
+	}
+	if err := s.minio.CreateBucket(ctx, name); err != nil {
+		return "", "", err
+	}
+	return metaURL, s.minio.URL(name), nil
+}
+
+func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, srv *servers) error {
+	kafka, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	var args, env []string
+	var rawBucket string
+	switch s.Store {
+	case "dev":
+		dir := filepath.Join(tmp, "dev-"+id)
+		args = []string{"dev", "--data-dir", dir}
+		rawBucket = "file://" + filepath.Join(tmp, "raw-"+id)
+	case "pg-minio":
+		meta, bucket, err := srv.fresh(ctx)
+		if err != nil {
+			return err
+		}
+		args = []string{"agent", "--metadata", meta, "--bucket", bucket}
+		env = srv.minio.Env()
+		rawBucket = bucket
+	}
+	args = append(append(args, "--kafka-addr", kafka, "--http-addr", httpAddr, "--log-level", "warn"), s.AgentArgs...)
+	s.AgentCommand = "floe " + strings.Join(redact(args), " ")
+	profile := ""
+	if s.Profile {
+		profile = filepath.Join(resDir, "pprof-"+s.Name+".cpu")
+		args = append(args, "--cpu-profile", profile)
+	}
+	agent := exec.CommandContext(ctx, bin, args...)
+	agent.Env = append(os.Environ(), env...)
+	agentLog, err := os.Create(filepath.Join(tmp, "agent-"+id+".log"))
+	if err != nil {
+		return err
+	}
+	defer agentLog.Close()
+	agent.Stdout, agent.Stderr = agentLog, agentLog
+	if err := agent.Start(); err != nil {
+		return err
+	}
+	stopped := false
+	stopAgent := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		agent.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- agent.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(60 * time.Second):
+			agent.Process.Kill()
+			return errors.New("agent did not stop within 60s")
+		}
+	}
+	defer stopAgent()
+	if err := waitReady(ctx, httpAddr); err != nil {
+		log, _ := os.ReadFile(agentLog.Name())
+		return fmt.Errorf("%w\n%s", err, log)
+	}
+	if m, err := bench.Scrape(ctx, "http://"+httpAddr+"/metrics"); err == nil {
+		s.IdleRSS = m["process_resident_memory_bytes"]
+	}
+
+	// The agent's run first, alone; then the agent is stopped (its
+	// profile written) and the baselines run on a quiet machine: a dev
+	// agent keeps compacting what it was sent, which would slow them.
+	jsonPath := filepath.Join(resDir, s.Name+".json")
+	loadArgs, base := splitArgs(s.BenchArgs)
+	mode := s.Mode
+	if mode == "" {
+		mode = bench.ModeE2E
+	}
+	bargs := append([]string{"bench", mode, "--brokers", kafka, "--metrics-url", "http://" + httpAddr + "/metrics",
+		"--label", labelOf(s), "--json", jsonPath}, loadArgs...)
+	s.BenchCommand = "floe " + strings.Join(redact(bargs), " ")
+	s.LoadBefore = loadavg()
+	defer func() { s.LoadAfter = loadavg() }()
+	if err := runBench(ctx, bin, env, bargs); err != nil {
+		log, _ := os.ReadFile(agentLog.Name())
+		return fmt.Errorf("%w\nagent log:\n%s", err, log)
+	}
+	if err := stopAgent(); err != nil {
+		return fmt.Errorf("stop agent: %w", err)
+	}
+	rep, err := readReport(jsonPath)
+	if err != nil {
+		return err
+	}
+	if len(base) > 0 {
+		if containsArg(base, "--raw-put-concurrency") {
+			size := 1 << 20
+			if st := rep.Results[0].Storage; st != nil && st.BytesPerPut > 0 {
+				size = int(st.BytesPerPut)
+			}
+			base = append(base, "--raw-put-bucket", rawBucket, "--raw-put-size", fmt.Sprint(size))
+		}
+		basePath := filepath.Join(tmp, s.Name+"-baselines.json")
+		bb := append([]string{"bench", mode, "--baselines-only", "--json", basePath}, base...)
+		s.BaselineCommand = "floe " + strings.Join(redact(bb), " ")
+		if err := runBench(ctx, bin, env, bb); err != nil {
+			return err
+		}
+		brep, err := readReport(basePath)
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, brep.Results...)
+		rep.Command += "; " + brep.Command
+	}
+	s.Results = rep.Results
+	rep.Title = s.Title
+	if err := writeReport(rep, jsonPath, filepath.Join(resDir, s.Name+".html")); err != nil {
+		return err
+	}
+	if profile != "" {
+		// Cumulative first: it names the floe functions the time goes to;
+		// the flat view below it names the leaf work (copies, syscalls).
+		cum, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=60", bin, profile).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("pprof: %w\n%s", err, cum)
+		}
+		flat, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=30", bin, profile).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("pprof: %w\n%s", err, flat)
+		}
+		s.ProfileTop = string(cum)
+		text := "# go tool pprof -top -cum\n" + string(cum) + "\n# go tool pprof -top\n" + string(flat)
+		if err := os.WriteFile(filepath.Join(resDir, "pprof-"+s.Name+".txt"), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runBench(ctx context.Context, bin string, env, args []string) error {
+	b := exec.CommandContext(ctx, bin, args...)
+	b.Env = append(os.Environ(), env...)
+	b.Stdout, b.Stderr = os.Stderr, os.Stderr
+	if err := b.Run(); err != nil {
+		return fmt.Errorf("floe %s: %w", strings.Join(args[:2], " "), err)
+	}
+	return nil
+}
+
+func readReport(path string) (*bench.Report, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rep.Results) == 0 {
+		return nil, fmt.Errorf("%s: no results", path)
+	}
+	return &rep, nil
+}
+
+// writeReport writes the scenario's merged report as JSON and HTML.
+func writeReport(rep *bench.Report, jsonPath, htmlPath string) error {
+	for path, write := range map[string]func(io.Writer) error{jsonPath: rep.WriteJSON, htmlPath: rep.WriteHTML} {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitArgs separates a scenario's bench flags into the load flags and the
+// baseline flags (--kfake, and --raw-put-* with their values); baseline is
+// nil when there are none, else the load flags followed by them, since the
+// baselines run under the same load.
+func splitArgs(args []string) (load, baseline []string) {
+	var base []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--kfake":
+			base = append(base, a)
+		case strings.HasPrefix(a, "--raw-put-") && i+1 < len(args):
+			base = append(base, a, args[i+1])
+			i++
+		default:
+			load = append(load, a)
+		}
+	}
+	if len(base) == 0 {
+		return load, nil
+	}
+	return load, append(append([]string{}, load...), base...)
+}
+
+// redact replaces temporary paths in commands written to the docs.
+func redact(args []string) []string {
+	out := make([]string, len(args))
+	tmp := os.TempDir()
+	for i, a := range args {
+		if strings.Contains(a, tmp) || strings.Contains(a, "postgres://") || strings.HasPrefix(a, "s3://") {
+			switch {
+			case strings.HasPrefix(a, "postgres://"):
+				a = "postgres://…"
+			case strings.HasPrefix(a, "s3://"):
+				a = "s3://BUCKET?endpoint=…"
+			case strings.HasPrefix(a, "file://"):
+				a = "file://DIR"
+			default:
+				a = "DIR"
+			}
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func labelOf(s *scenario) string {
+	if s.Store == "dev" {
+		return "floe dev"
+	}
+	return "floe agent (PG+MinIO)"
+}
+
+func containsArg(args []string, a string) bool {
+	for _, x := range args {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// loadavg returns the 1, 5 and 15 minute load averages, or "" off Linux.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func waitReady(ctx context.Context, httpAddr string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			ok := resp.StatusCode == http.StatusOK
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+			}
+			resp.Body.Close()
+			if ok {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("agent not ready after 60s")
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"floe/internal/bench"
+)
+
+func TestEvaluateTargets(t *testing.T) {
+	l := func(p99 float64) *bench.Latency { return &bench.Latency{Count: 10, P50: p99 / 2, P99: p99, Max: p99} }
+	floe := func(mbps, prodP99, e2eP99 float64) *bench.Result {
+		return &bench.Result{Label: "floe dev", Kind: "kafka", Produced: bench.Throughput{Records: 1000, MBPerS: mbps},
+			ProduceLatency: l(prodP99), E2ELatency: l(e2eP99), Storage: &bench.Storage{Mallocs: 500, AllocBytes: 1e6}}
+	}
+	raw := func(mbps, p99 float64) *bench.Result {
+		return &bench.Result{Label: "raw PUT", Kind: "raw-put", Produced: bench.Throughput{MBPerS: mbps},
+			RawPut: &bench.RawPutResult{ObjectSize: 100, Concurrency: 4, Latency: *l(p99)}}
+	}
+	ss := []*scenario{
+		{Name: "pg-minio-max", Results: []*bench.Result{floe(90, 0, 0), raw(100, 50)}},
+		{Name: "dev-max", Results: []*bench.Result{floe(30, 0, 0), {Label: "kfake", Kind: "kafka", Produced: bench.Throughput{MBPerS: 20}}}},
+		// 250 + 50 + 20 = 320 ms allowed; e2e within 20 ms of produce.
+		{Name: "pg-minio-rate", FlushInterval: 250 * time.Millisecond, Results: []*bench.Result{floe(10, 319, 330), raw(100, 50)}},
+		{Name: "dev-overload", BufferBytes: 16 << 20, IdleRSS: 30 << 20,
+			Results: []*bench.Result{{Label: "floe dev", Kind: "kafka", Storage: &bench.Storage{BackpressureWaits: 3, PeakBufferedBytes: 16 << 20, PeakRSSBytes: 200 << 20}}}},
+	}
+	got := map[string]string{}
+	for _, tr := range evaluate(ss) {
+		got[tr.Target] = tr.Status
+	}
+	want := map[string]string{
+		"one agent over MinIO ≥ 0.8× raw MinIO PUT throughput at the same object size":                              "met",
+		"floe dev ≥ 2× kfake's throughput on the same bench":                                                        "not met",
+		"produce p99 ≤ flush interval + PUT p99 + 20 ms (pg-minio-rate)":                                            "met",
+		"end-to-end p99 ≤ produce p99 + 20 ms (pg-minio-rate)":                                                      "met",
+		"produce p99 ≤ flush interval + PUT p99 + 20 ms (dev-rate)":                                                 "not measured",
+		"no per-record allocation (dev-max, whole agent process, produce + fetch)":                                  "met",
+		"under overload producers get backpressure and memory stays within the buffer budget plus a fixed overhead": "not met",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	md := renderMarkdown(time.Unix(0, 0), bench.Machine{CPUs: 2}, ss, evaluate(ss), "BenchmarkX 1 ns/op", time.Second)
+	for _, s := range []string{"## Targets (issue 7)", "| floe dev | 0 | 90.00 |", "BenchmarkX", "bench/dev-overload.html"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q", s)
+		}
+	}
+}
+
+func TestSplitArgs(t *testing.T) {
+	load, base := splitArgs([]string{"--duration", "5s", "--kfake", "--raw-put-concurrency", "4", "--rate", "10"})
+	if strings.Join(load, " ") != "--duration 5s --rate 10" ||
+		strings.Join(base, " ") != "--duration 5s --rate 10 --kfake --raw-put-concurrency 4" {
+		t.Errorf("load %q baseline %q", load, base)
+	}
+	if _, base := splitArgs([]string{"--rate", "10"}); base != nil {
+		t.Errorf("baseline %q without baseline flags", base)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tmp := t.TempDir()
+	got := redact([]string{"--data-dir", tmp + "/x", "postgres://u@h/db", "s3://b?endpoint=x", "file://" + tmp, "--rate"})
+	want := []string{"--data-dir", "DIR", "postgres://…", "s3://BUCKET?endpoint=…", "file://DIR", "--rate"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("redact = %v", got)
+	}
+}

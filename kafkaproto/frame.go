@@ -35,17 +35,20 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	if n < 0 || n > max {
 		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooLarge, n, max)
 	}
-	// The size is the peer's claim: grow the buffer as bytes actually
-	// arrive, so a 4-byte lie cannot make us hold max bytes per connection.
-	body := make([]byte, 0, min(int(n), frameChunk))
-	for len(body) < int(n) {
-		if len(body) == cap(body) {
-			body = append(body, make([]byte, min(cap(body), int(n)-len(body)))...)[:len(body)]
+	// The size is the peer's claim: above frameChunk, grow the buffer (by
+	// doubling) only as bytes actually arrive, so a 4-byte lie cannot make
+	// us hold max bytes per connection. Frames up to frameChunk — nearly
+	// all of them — are read into one exact allocation.
+	body := make([]byte, min(int(n), frameChunk))
+	read := 0
+	for read < int(n) {
+		if read == len(body) {
+			grown := make([]byte, min(2*len(body), int(n)))
+			copy(grown, body)
+			body = grown
 		}
-		// append may round the capacity up past the frame: never read
-		// beyond it, or the next frame's bytes would be swallowed.
-		m, err := io.ReadFull(r, body[len(body):min(cap(body), int(n))])
-		body = body[:len(body)+m]
+		m, err := io.ReadFull(r, body[read:])
+		read += m
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
@@ -58,4 +61,4 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 
 // frameChunk is how much of a frame ReadFrame allocates before any of its
 // body has arrived; larger frames grow by doubling as they are read.
-const frameChunk = 64 << 10
+const frameChunk = 1 << 20

@@ -64,12 +64,27 @@ func TestReadFrameErrors(t *testing.T) {
 		"size but no body":   binary.BigEndian.AppendUint32(nil, 1),
 		"short at the chunk": append(binary.BigEndian.AppendUint32(nil, frameChunk+1), make([]byte, frameChunk)...),
 	} {
-		if _, err := ReadFrame(bytes.NewReader(in), 1<<20); err != io.ErrUnexpectedEOF {
+		if _, err := ReadFrame(bytes.NewReader(in), 4*frameChunk); err != io.ErrUnexpectedEOF {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	boom := errors.New("boom")
 	if _, err := ReadFrame(iotest.ErrReader(boom), 100); err != boom {
 		t.Fatalf("reader error: %v", err)
+	}
+}
+
+// BenchmarkReadFrame reads 16 KiB frames, the size of a typical produce
+// request: one allocation per frame.
+func BenchmarkReadFrame(b *testing.B) {
+	frame := frameOf(make([]byte, 16<<10))
+	r := bytes.NewReader(nil)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		r.Reset(frame)
+		if _, err := ReadFrame(r, DefaultMaxRequestSize); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package agent
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"floe/kafkaproto"
 )
 
@@ -54,6 +56,9 @@ type Config struct {
 	RemotePollInterval time.Duration
 	// TopicCacheTTL bounds how stale this agent's view of topics may be.
 	TopicCacheTTL time.Duration
+	// ExtraMetrics, when set, is served on /metrics beside the agent's own
+	// (floe dev adds its in-process compactor's).
+	ExtraMetrics prometheus.Gatherer
 }
 
 // DefaultConfig returns the defaults for an agent in front of S3.

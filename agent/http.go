@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -12,7 +13,7 @@ import (
 // (the agent can reach its metadata store and is registered).
 func (a *Agent) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", a.Metrics())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -37,5 +38,9 @@ func (a *Agent) httpHandler() http.Handler {
 
 // Metrics exposes the agent's registry, for tests and `floe bench`.
 func (a *Agent) Metrics() http.Handler {
-	return promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{})
+	var g prometheus.Gatherer = a.metrics.reg
+	if a.cfg.ExtraMetrics != nil {
+		g = prometheus.Gatherers{a.metrics.reg, a.cfg.ExtraMetrics}
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 }

@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -115,6 +116,10 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 
 // Metrics serves the compactor's Prometheus registry.
 func (c *Compactor) Metrics() http.Handler { return c.metrics.handler() }
+
+// Gatherer exposes the compactor's metrics for another process-wide
+// endpoint (floe dev serves them on the agent's /metrics).
+func (c *Compactor) Gatherer() prometheus.Gatherer { return c.metrics.reg }
 
 // Start runs rounds every Interval until Close.
 func (c *Compactor) Start(ctx context.Context) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,10 @@ func TestDevCodecsRoundTripAndRestart(t *testing.T) {
 		t.Fatalf("%v flushes, %v PUTs, %v flush errors", flushes, puts, p.metric(t, "floe_agent_flush_errors_total"))
 	}
 	t.Logf("%v flushes for %d records", flushes, len(codecs)*n)
+	// The in-process compactor's metrics are served beside the agent's.
+	if body := p.metricsText(t); !strings.Contains(body, "floe_compactor_objects") {
+		t.Fatalf("floe dev /metrics lacks the compactor's metrics")
+	}
 
 	// Restart: the same data is served and offsets continue.
 	p.Restart()

@@ -202,6 +202,21 @@ func (p *proc) metric(t testing.TB, series string) float64 {
 	return 0
 }
 
+// metricsText returns the whole /metrics page.
+func (p *proc) metricsText(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get("http://" + p.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func testContext(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

@@ -149,13 +149,13 @@ func devCompactorFlags() *compactorFlags {
 	return f
 }
 
-// startCompactor runs a compactor in this process (floe dev) until the
-// returned stop is called.
-func startCompactor(ctx context.Context, f *compactorFlags, store metadata.Store, bucket storage.Bucket, log *slog.Logger) (func(), error) {
+// startCompactor runs a compactor in this process (floe dev) until its
+// Close is called.
+func startCompactor(ctx context.Context, f *compactorFlags, store metadata.Store, bucket storage.Bucket, log *slog.Logger) (*compactor.Compactor, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	c := compactor.New(f.cfg, store, bucket, log)
 	c.Start(ctx)
-	return c.Close, nil
+	return c, nil
 }

@@ -241,11 +241,12 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	}
 
 	if f.compactor != nil {
-		stopCompactor, err := startCompactor(ctx, f.compactor, store, bucket, log)
+		c, err := startCompactor(ctx, f.compactor, store, bucket, log)
 		if err != nil {
 			return err
 		}
-		defer stopCompactor()
+		defer c.Close()
+		f.cfg.ExtraMetrics = c.Gatherer()
 	}
 	a := agent.New(f.cfg, store, bucket, log)
 	if err := a.Start(ctx); err != nil {

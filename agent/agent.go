@@ -35,6 +35,7 @@ type Agent struct {
 	commits *broadcaster // woken after every local commit
 	// reqBudget bounds request bytes read and not yet answered.
 	reqBudget *byteBudget
+	coord     *coordinator // consumer groups this agent coordinates
 
 	id     string
 	self   metadata.Agent // registered identity, NodeID set by the store
@@ -80,6 +81,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.cache = storage.NewCache(a.bucket, cfg.CacheBytes)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
+	a.coord = newCoordinator(a)
 	a.reqBudget = newByteBudget(cfg.RequestBufferBytes)
 	return a
 }
@@ -138,6 +140,8 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.wg.Add(2)
 	go a.acceptLoop()
 	go a.heartbeatLoop()
+	a.wg.Add(1)
+	go a.coord.run()
 	if a.httpLn != nil {
 		a.httpSv = &http.Server{Handler: a.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
 		a.wg.Add(1)
@@ -224,6 +228,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.wg.Wait()
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	a.coord.close(dctx) // hand groups off before leaving the live set
 	if err := a.store.DeregisterAgent(dctx, a.id); err != nil {
 		return fmt.Errorf("deregister agent: %w", err)
 	}

@@ -44,6 +44,32 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleDeleteRecords(ctx, r)
 	case kmsg.DescribeCluster:
 		return a.handleDescribeCluster(ctx, r)
+	case kmsg.OffsetCommit:
+		return a.handleOffsetCommit(ctx, r)
+	case kmsg.OffsetFetch:
+		return a.handleOffsetFetch(ctx, r)
+	case kmsg.FindCoordinator:
+		return a.handleFindCoordinator(ctx, r)
+	case kmsg.JoinGroup:
+		return a.handleJoinGroup(ctx, r)
+	case kmsg.Heartbeat:
+		return a.handleHeartbeat(ctx, r)
+	case kmsg.LeaveGroup:
+		return a.handleLeaveGroup(ctx, r)
+	case kmsg.SyncGroup:
+		return a.handleSyncGroup(ctx, r)
+	case kmsg.DescribeGroups:
+		return a.handleDescribeGroups(ctx, r)
+	case kmsg.ListGroups:
+		return a.handleListGroups(ctx, r)
+	case kmsg.DeleteGroups:
+		return a.handleDeleteGroups(ctx, r)
+	case kmsg.OffsetDelete:
+		return a.handleOffsetDelete(ctx, r)
+	case kmsg.ConsumerGroupHeartbeat:
+		return a.handleConsumerGroupHeartbeat(ctx, r)
+	case kmsg.ConsumerGroupDescribe:
+		return a.handleConsumerGroupDescribe(ctx, r)
 	default:
 		return nil, fmt.Errorf("no handler for api key %d", r.hdr.APIKey)
 	}

@@ -1,0 +1,31 @@
+package agent
+
+// Heartbeat (key 12), versions 0–4.
+//
+// Keeps a classic member's session alive; REBALANCE_IN_PROGRESS tells it to
+// rejoin. v3+ carry the instance id (FENCED_INSTANCE_ID for a replaced
+// static member).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.Heartbeat), AdvertisedMin: 0, HandledMin: 0, Max: 4})
+}
+
+func (a *Agent) handleHeartbeat(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
+		resp.ErrorCode = e.g.Heartbeat(now, req.MemberID, deref(req.InstanceID), req.Generation)
+	}); code != nil {
+		resp.ErrorCode = code.Code
+	}
+	return resp, nil
+}

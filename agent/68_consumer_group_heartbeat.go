@@ -1,0 +1,120 @@
+package agent
+
+// ConsumerGroupHeartbeat (key 68), versions 0–1: the KIP-848 consumer
+// group protocol.
+//
+// The coordinator assigns partitions itself (server-side "uniform" or
+// "range" assignor, see agent/group/consumer.go) and reconciles members
+// through these heartbeats. v0 members get their id from us on joining; v1
+// members bring their own. Topic ids in requests and assignments are
+// translated to names for the state machine. A classic group with members
+// answers GROUP_ID_NOT_FOUND, as Kafka does without a migration policy.
+// Regex subscriptions are not supported (INVALID_REGULAR_EXPRESSION).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/agent/group"
+	"floe/kafkaproto"
+	"floe/metadata"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.ConsumerGroupHeartbeat), AdvertisedMin: 0, HandledMin: 0, Max: 1})
+}
+
+func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.ConsumerGroupHeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.HeartbeatIntervalMillis = int32(consumerHeartbeatInterval / time.Millisecond)
+	fail := func(e *kerr.Error) (kmsg.Response, error) {
+		resp.ErrorCode = e.Code
+		msg := e.Message
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID)
+	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		return fail(kerr.InvalidRegularExpression)
+	}
+	if req.Version >= 1 && req.MemberID == "" {
+		return fail(kerr.InvalidRequest) // v1 members bring their own id
+	}
+	byName, byID, err := a.topics.snapshot(ctx)
+	if err != nil {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	counts := make(map[string]int32, len(byName))
+	for n, t := range byName {
+		counts[n] = t.Partitions
+	}
+	hr := group.HeartbeatRequest{
+		MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, InstanceID: deref(req.InstanceID), RackID: deref(req.RackID),
+		ClientID: r.clientID(), ClientHost: r.c.clientHost(), Assignor: deref(req.ServerAssignor),
+		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
+		Subscribed:       req.SubscribedTopicNames,
+	}
+	if req.RebalanceTimeoutMillis < 0 {
+		hr.RebalanceTimeout = -1
+	}
+	if req.Topics != nil {
+		hr.Owned = group.Assignment{}
+		for _, t := range req.Topics {
+			// Partitions of a deleted topic are owned by nobody we know.
+			if tp, ok := byID[metadata.TopicID(t.TopicID)]; ok {
+				hr.Owned[tp.Name] = append(hr.Owned[tp.Name], t.Partitions...)
+				slices.Sort(hr.Owned[tp.Name])
+			}
+		}
+	}
+	var res group.HeartbeatResult
+	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
+		if e.cg == nil {
+			if !e.g.IsEmpty() {
+				res.Err = kerr.GroupIDNotFound.Code // a classic group in use
+				return
+			}
+			e.cg = group.NewConsumerGroup(e.id, a.coord.ccfg)
+		}
+		res = e.cg.Heartbeat(now, hr, counts)
+	}); code != nil {
+		return fail(code)
+	}
+	if res.Err != 0 {
+		return fail(kerr.TypedErrorForCode(res.Err))
+	}
+	id := res.MemberID
+	resp.MemberID = &id
+	resp.MemberEpoch = res.MemberEpoch
+	if res.Assignment != nil {
+		as := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		as.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+		for _, name := range sortedKeys(res.Assignment) {
+			tp, ok := byName[name]
+			if !ok {
+				continue
+			}
+			at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+			at.TopicID, at.Partitions = tp.ID, res.Assignment[name]
+			as.Topics = append(as.Topics, at)
+		}
+		resp.Assignment = &as
+	}
+	return resp, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

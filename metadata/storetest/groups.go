@@ -1,0 +1,266 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"floe/metadata"
+)
+
+func sameOffsets(t *testing.T, what string, got, want []metadata.GroupOffset) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d offsets, want %d:\ngot  %+v\nwant %+v", what, len(got), len(want), got, want)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Topic != w.Topic || g.Partition != w.Partition || g.Offset != w.Offset ||
+			g.LeaderEpoch != w.LeaderEpoch || g.Metadata != w.Metadata {
+			t.Fatalf("%s: offset %d\ngot  %+v\nwant %+v", what, i, g, w)
+		}
+		if g.CommitTime.IsZero() || time.Since(g.CommitTime) > time.Minute || time.Until(g.CommitTime) > time.Minute {
+			t.Fatalf("%s: offset %d has commit time %v", what, i, g.CommitTime)
+		}
+	}
+}
+
+func testGroupOffsets(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	got, err := s.FetchOffsets(ctx, "g")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("FetchOffsets(unknown) = %v, %v", got, err)
+	}
+	in := []metadata.GroupOffset{
+		{Topic: "b", Partition: 1, Offset: 10, LeaderEpoch: -1, Metadata: "m1"},
+		{Topic: "a", Partition: 2, Offset: 0, LeaderEpoch: 3, Metadata: ""},
+		{Topic: "a", Partition: 0, Offset: 7, LeaderEpoch: 0, Metadata: "é\x00x"},
+	}
+	if err := s.CommitOffsets(ctx, "g", in); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitOffsets(ctx, "other", in[:1]); err != nil {
+		t.Fatal(err)
+	}
+	want := []metadata.GroupOffset{in[2], in[1], in[0]}
+	got, err = s.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOffsets(t, "after commit", got, want)
+
+	// Overwrite one, add one; a partition twice in one call: the last wins.
+	if err := s.CommitOffsets(ctx, "g", []metadata.GroupOffset{
+		{Topic: "a", Partition: 0, Offset: 8, LeaderEpoch: 1, Metadata: "x"},
+		{Topic: "a", Partition: 0, Offset: 9, LeaderEpoch: 1, Metadata: "y"},
+		{Topic: "c", Partition: 0, Offset: 1, LeaderEpoch: -1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want = []metadata.GroupOffset{{Topic: "a", Partition: 0, Offset: 9, LeaderEpoch: 1, Metadata: "y"}, in[1], in[0],
+		{Topic: "c", Partition: 0, Offset: 1, LeaderEpoch: -1}}
+	got, _ = s.FetchOffsets(ctx, "g")
+	sameOffsets(t, "after overwrite", got, want)
+
+	if err := s.DeleteOffsets(ctx, "g", []metadata.TopicPartition{{Topic: "a", Partition: 2}, {Topic: "zz", Partition: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.FetchOffsets(ctx, "g")
+	sameOffsets(t, "after delete", got, []metadata.GroupOffset{want[0], want[2], want[3]})
+	got, _ = s.FetchOffsets(ctx, "other")
+	sameOffsets(t, "other group", got, in[:1])
+}
+
+func testGroupRecords(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	if _, err := s.LoadGroup(ctx, "g1"); !errors.Is(err, metadata.ErrNotFound) {
+		t.Fatalf("LoadGroup(unknown): %v", err)
+	}
+	rec := metadata.GroupRecord{Group: "g1", ProtocolType: "consumer", StateName: "Stable", State: []byte{0, 1, 2, 255}}
+	if err := s.SaveGroup(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadGroup(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Group != "g1" || got.ProtocolType != "consumer" || got.StateName != "Stable" || got.Empty ||
+		!slices.Equal(got.State, rec.State) || got.UpdatedAt.IsZero() {
+		t.Fatalf("LoadGroup = %+v", got)
+	}
+	rec.StateName, rec.Empty, rec.State = "Empty", true, []byte("x")
+	if err := s.SaveGroup(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.LoadGroup(ctx, "g1")
+	if got.StateName != "Empty" || !got.Empty || string(got.State) != "x" {
+		t.Fatalf("LoadGroup after update = %+v", got)
+	}
+	// A group with offsets only is listed as Empty.
+	if err := s.CommitOffsets(ctx, "g0", []metadata.GroupOffset{{Topic: "t", Offset: 1, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitOffsets(ctx, "g1", []metadata.GroupOffset{{Topic: "t", Offset: 1, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := s.Groups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 2 || gs[0].Group != "g0" || !gs[0].Empty || gs[0].StateName != "Empty" || gs[0].State != nil ||
+		gs[1].Group != "g1" || string(gs[1].State) != "x" {
+		t.Fatalf("Groups = %+v", gs)
+	}
+	if err := s.DeleteGroup(ctx, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroup(ctx, "g0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroup(ctx, "g0"); !errors.Is(err, metadata.ErrNotFound) {
+		t.Fatalf("DeleteGroup twice: %v", err)
+	}
+	if gs, _ := s.Groups(ctx); len(gs) != 0 {
+		t.Fatalf("Groups after delete = %+v", gs)
+	}
+	if o, _ := s.FetchOffsets(ctx, "g1"); len(o) != 0 {
+		t.Fatalf("offsets after delete = %+v", o)
+	}
+}
+
+func testExpireOffsets(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	off := []metadata.GroupOffset{{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: -1}}
+	// "live" has members: never expires. "empty" has a record saying empty;
+	// "bare" has offsets only; "fresh" is empty but committed recently;
+	// "lately" committed long ago but only just became empty.
+	for _, g := range []string{"live", "empty", "bare", "lately"} {
+		if err := s.CommitOffsets(ctx, g, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SaveGroup(ctx, metadata.GroupRecord{Group: "live", ProtocolType: "consumer", StateName: "Stable"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveGroup(ctx, metadata.GroupRecord{Group: "empty", ProtocolType: "consumer", StateName: "Empty", Empty: true}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := s.CommitOffsets(ctx, "fresh", off); err != nil {
+		t.Fatal(err)
+	}
+	// Kafka counts retention from the moment a group became empty.
+	if err := s.SaveGroup(ctx, metadata.GroupRecord{Group: "lately", ProtocolType: "consumer", StateName: "Empty", Empty: true}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.ExpireOffsets(ctx, 150*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"bare", "empty"}) {
+		t.Fatalf("ExpireOffsets = %v, want [bare empty]", names)
+	}
+	for g, n := range map[string]int{"live": 1, "empty": 0, "bare": 0, "fresh": 1, "lately": 1} {
+		if o, _ := s.FetchOffsets(ctx, g); len(o) != n {
+			t.Fatalf("group %s: %d offsets after expiry, want %d", g, len(o), n)
+		}
+	}
+	if _, err := s.LoadGroup(ctx, "empty"); !errors.Is(err, metadata.ErrNotFound) {
+		t.Fatalf("empty group's record survived expiry: %v", err)
+	}
+	if _, err := s.LoadGroup(ctx, "live"); err != nil {
+		t.Fatalf("live group's record: %v", err)
+	}
+	if names, err := s.ExpireOffsets(ctx, time.Hour); err != nil || len(names) != 0 {
+		t.Fatalf("ExpireOffsets(1h) = %v, %v", names, err)
+	}
+}
+
+func testCoordinatorLeases(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	l, err := s.AcquireCoordinatorLease(ctx, "group/a", "agent1", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Owner != "agent1" || l.Name != "group/a" || l.Epoch != 1 || time.Until(l.Expires) < time.Second || time.Until(l.Expires) > time.Minute {
+		t.Fatalf("first lease = %+v", l)
+	}
+	l2, err := s.AcquireCoordinatorLease(ctx, "group/a", "agent2", 2*time.Second)
+	if !errors.Is(err, metadata.ErrLeaseHeld) || l2.Owner != "agent1" {
+		t.Fatalf("second owner: %+v, %v", l2, err)
+	}
+	l3, err := s.AcquireCoordinatorLease(ctx, "group/a", "agent1", 2*time.Second)
+	if err != nil || l3.Epoch != 1 {
+		t.Fatalf("re-acquire by owner: %+v, %v", l3, err)
+	}
+	if _, err := s.AcquireCoordinatorLease(ctx, "group/b", "agent1", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Renew returns both; after b expires only a is renewed and agent2 takes b.
+	ls, err := s.RenewCoordinatorLeases(ctx, "agent1", 2*time.Second)
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("renew = %+v, %v", ls, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.AcquireCoordinatorLease(ctx, "group/b", "agent1", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	ls, err = s.RenewCoordinatorLeases(ctx, "agent1", 2*time.Second)
+	if err != nil || len(ls) != 1 || ls[0].Name != "group/a" {
+		t.Fatalf("renew after expiry = %+v, %v", ls, err)
+	}
+	lb, err := s.AcquireCoordinatorLease(ctx, "group/b", "agent2", 2*time.Second)
+	if err != nil || lb.Owner != "agent2" || lb.Epoch != 2 {
+		t.Fatalf("take expired lease = %+v, %v", lb, err)
+	}
+	// Release by a non-owner does nothing; by the owner frees it at once.
+	if err := s.ReleaseCoordinatorLease(ctx, "group/a", "agent2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireCoordinatorLease(ctx, "group/a", "agent2", time.Second); !errors.Is(err, metadata.ErrLeaseHeld) {
+		t.Fatalf("acquire after foreign release: %v", err)
+	}
+	if err := s.ReleaseCoordinatorLease(ctx, "group/a", "agent1"); err != nil {
+		t.Fatal(err)
+	}
+	la, err := s.AcquireCoordinatorLease(ctx, "group/a", "agent2", time.Second)
+	if err != nil || la.Epoch != 2 {
+		t.Fatalf("acquire after release = %+v, %v", la, err)
+	}
+	if ls, _ := s.RenewCoordinatorLeases(ctx, "agent1", time.Second); len(ls) != 0 {
+		t.Fatalf("agent1 still renews %+v", ls)
+	}
+}
+
+// testLeaseRace: many owners acquire one lease at once; exactly one wins.
+func testLeaseRace(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		wins []string
+	)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := string(rune('a' + i))
+			_, err := s.AcquireCoordinatorLease(ctx, "group/race", owner, 5*time.Second)
+			if err == nil {
+				mu.Lock()
+				wins = append(wins, owner)
+				mu.Unlock()
+			} else if !errors.Is(err, metadata.ErrLeaseHeld) {
+				t.Errorf("acquire: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(wins) != 1 {
+		t.Fatalf("winners %v, want exactly one", wins)
+	}
+}

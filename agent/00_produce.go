@@ -12,6 +12,10 @@ package agent
 // the agent's pending object. acks=1 and acks=-1 both wait until the object is
 // in the bucket and committed; acks=0 gets no answer, and a failure closes
 // the connection as Kafka does.
+//
+// Transactional batches are accepted in partitions added to their
+// producer's ongoing transaction (AddPartitionsToTxn); the commit
+// transaction checks it, as it checks sequences.
 
 import (
 	"context"
@@ -149,14 +153,16 @@ func validateProduceRecords(version int16, records []byte, maxBytes int64) (prod
 	if int64(len(b)) > maxBytes {
 		return produceBatch{}, kerr.MessageTooLarge
 	}
-	if h.IsTransactional() {
-		// Transactions are not served yet, so no partition is ever part of
-		// one: Kafka's answer for a transactional batch outside a transaction.
-		return produceBatch{}, kerr.InvalidTxnState
+	if h.IsTransactional() && h.ProducerID < 0 {
+		return produceBatch{}, kerr.InvalidRecord
 	}
 	pb := produceBatch{data: b, records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp, pid: -1}
 	if h.ProducerID >= 0 {
 		pb.pid, pb.epoch, pb.sequence = h.ProducerID, h.ProducerEpoch, h.BaseSequence
+		// Whether the partition is in the producer's ongoing transaction
+		// is decided in the commit transaction (INVALID_TXN_STATE if not),
+		// where a marker committed meanwhile is seen.
+		pb.transactional = h.IsTransactional()
 	}
 	return pb, nil
 }

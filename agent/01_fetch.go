@@ -15,6 +15,13 @@ package agent
 //
 // Fetch sessions (KIP-227) are declined: every answer carries session id 0,
 // so clients keep sending full fetches. v13+ name topics by id.
+//
+// isolation_level=1 (read_committed) stops at the last stable offset (the
+// first offset of the partition's oldest open transaction, else the high
+// watermark) and lists the aborted transactions overlapping the answer, so
+// the client drops their records. read_uncommitted answers report the high
+// watermark as the last stable offset: computing it costs a query that
+// only read_committed readers need.
 
 import (
 	"context"
@@ -105,6 +112,15 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 				a.log.Warn("fetch: partition states failed", "topic", topic.Name, "err", err)
 			}
 		}
+		// Read after the high watermarks: a transaction opened in between
+		// starts at or above them, so min(open, high watermark) is safe.
+		var open map[int32]int64
+		if ok && err == nil && req.IsolationLevel == 1 {
+			open, err = a.store.FirstOpenOffsets(ctx, topic.ID)
+			if err != nil {
+				a.log.Warn("fetch: open transactions failed", "topic", topic.Name, "err", err)
+			}
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -123,7 +139,12 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 				if rp.PartitionMaxBytes <= 0 {
 					limit = remaining
 				}
-				n, code := a.fetchPartition(ctx, topic.ID, states[rp.Partition], rp.FetchOffset, limit, total == 0, &sp)
+				st := states[rp.Partition]
+				end := st.NextOffset
+				if first, ok := open[rp.Partition]; ok {
+					end = min(end, first)
+				}
+				n, code := a.fetchPartition(ctx, topic.ID, st, end, req.IsolationLevel == 1, rp.FetchOffset, limit, total == 0, &sp)
 				if code != nil {
 					sp.ErrorCode = code.Code
 				}
@@ -142,13 +163,19 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 
 // fetchPartition fills sp with the batches from offset on, up to limit bytes
 // (or one whole batch when first is true and the first batch is larger),
-// given the partition's offsets st.
-func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, st.NextOffset, st.LogStartOffset
+// given the partition's offsets st and its last stable offset lso. A
+// read_committed fetch (committed) stops at lso and carries the aborted
+// transactions it overlaps.
+func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, lso int64, committed bool, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, lso, st.LogStartOffset
 	if offset < st.LogStartOffset || offset > st.NextOffset {
 		return 0, kerr.OffsetOutOfRange
 	}
-	if offset == st.NextOffset {
+	end := st.NextOffset
+	if committed {
+		end = lso
+	}
+	if offset >= end {
 		return 0, nil
 	}
 	entries, err := a.store.Lookup(ctx, topic, sp.Partition, offset, max(limit, 1), lookupLimit)
@@ -170,20 +197,34 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 			return 0, kerr.KafkaStorageError
 		}
 		var full bool
-		out, full = appendBatches(out, data, e.BaseOffset, offset, limit, first)
+		out, full = appendBatches(out, data, e.BaseOffset, offset, end, limit, first)
 		if full {
 			break
 		}
 	}
 	sp.RecordBatches = out
+	if committed && len(out) > 0 {
+		aborted, err := a.store.AbortedTxns(ctx, topic, sp.Partition, offset, end)
+		if err != nil {
+			a.log.Warn("fetch: aborted transactions failed", "err", err)
+			sp.RecordBatches = []byte{}
+			return 0, kerr.KafkaStorageError
+		}
+		for _, at := range aborted {
+			t := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			t.ProducerID, t.FirstOffset = at.ProducerID, at.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, t)
+		}
+	}
 	return int64(len(out)), nil
 }
 
 // appendBatches copies the batches of one run (whose first batch has offset
-// base) that end after offset into out, with their base offsets rewritten,
-// until limit would be passed. The first batch of a fetch is taken whatever
-// its size when first is set (KIP-74). It reports whether limit was reached.
-func appendBatches(out, run []byte, base, offset, limit int64, first bool) ([]byte, bool) {
+// base) that end after offset and start before end into out, with their
+// base offsets rewritten, until limit would be passed. The first batch of a
+// fetch is taken whatever its size when first is set (KIP-74). It reports
+// whether limit or end was reached.
+func appendBatches(out, run []byte, base, offset, end, limit int64, first bool) ([]byte, bool) {
 	for len(run) >= kafkaproto.BatchHeaderSize {
 		h, err := kafkaproto.ParseBatchHeader(run)
 		if err != nil || h.TotalSize() > len(run) {
@@ -195,6 +236,9 @@ func appendBatches(out, run []byte, base, offset, limit int64, first bool) ([]by
 		if next <= offset {
 			base = next
 			continue
+		}
+		if base >= end {
+			return out, true
 		}
 		if int64(len(out)+len(b)) > limit && (len(out) > 0 || !first) {
 			return out, true

@@ -2,8 +2,9 @@ package agent
 
 // ListOffsets (key 2), versions 1–7.
 //
-// -1 is the high watermark (the last stable offset under read_committed, the
-// same thing until transactions exist), -2 the log start offset, -3 (v7+) the
+// -1 is the high watermark (under read_committed the last stable offset:
+// the first offset of the oldest open transaction, else the high
+// watermark), -2 the log start offset, -3 (v7+) the
 // offset and timestamp of the record with the largest timestamp. A
 // timestamp >= 0 finds the first record whose timestamp is at or after it:
 // the index narrows the search to one run, whose batches are then decoded.
@@ -48,7 +49,7 @@ func (a *Agent) handleListOffsets(ctx context.Context, r *request) (kmsg.Respons
 				code = kerr.InvalidRequest
 			default:
 				seen[partKey{topic.ID, rp.Partition}] = true
-				code = a.listOffset(ctx, req.Version, topic.ID, rp.Timestamp, &sp)
+				code = a.listOffset(ctx, req.Version, req.IsolationLevel, topic.ID, rp.Timestamp, &sp)
 			}
 			if code != nil {
 				sp.ErrorCode = code.Code
@@ -61,7 +62,7 @@ func (a *Agent) handleListOffsets(ctx context.Context, r *request) (kmsg.Respons
 	return resp, nil
 }
 
-func (a *Agent) listOffset(ctx context.Context, version int16, topic metadata.TopicID, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+func (a *Agent) listOffset(ctx context.Context, version int16, isolation int8, topic metadata.TopicID, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
 	state, err := a.store.Partition(ctx, topic, sp.Partition)
 	if err != nil {
 		if errors.Is(err, metadata.ErrUnknownTopic) {
@@ -74,6 +75,17 @@ func (a *Agent) listOffset(ctx context.Context, version int16, topic metadata.To
 	switch {
 	case ts == -1:
 		sp.Offset = state.NextOffset
+		if isolation == 1 {
+			// Read after the high watermark, as Fetch does.
+			open, err := a.store.FirstOpenOffsets(ctx, topic)
+			if err != nil {
+				a.log.Warn("list offsets: open transactions failed", "err", err)
+				return kerr.KafkaStorageError
+			}
+			if first, ok := open[sp.Partition]; ok {
+				sp.Offset = min(sp.Offset, first)
+			}
+		}
 		return nil
 	case ts == -2:
 		sp.Offset = state.LogStartOffset

@@ -6,8 +6,10 @@ package agent
 // every earlier one committed. The group's coordinator answers; others say
 // NOT_COORDINATOR. A partition without a commit gets offset -1. Null topics
 // (v2+) mean every committed partition. v8+ ask for several groups at once,
-// each answered (or refused) on its own. RequireStable (v7+) needs no wait:
-// floe has no pending transactional offsets.
+// each answered (or refused) on its own. With RequireStable (v7+), a
+// partition whose offsets a transaction has committed but not yet ended
+// gets UNSTABLE_OFFSET_COMMIT, as in Kafka, so a consumer taking it over
+// waits instead of re-reading what the transaction consumed.
 
 import (
 	"context"
@@ -29,6 +31,7 @@ type fetchedPartition struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
+	code        int16
 }
 
 type fetchedTopic struct {
@@ -38,7 +41,7 @@ type fetchedTopic struct {
 
 // fetchGroupOffsets returns the offsets asked for (all committed when
 // topics is nil), or a group-level error.
-func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, *kerr.Error) {
+func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics map[string][]int32, order []string, requireStable bool) ([]fetchedTopic, *kerr.Error) {
 	if !a.coord.isOwner(groupID) {
 		return nil, kerr.NotCoordinator
 	}
@@ -46,6 +49,23 @@ func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics ma
 	if err != nil {
 		a.log.Warn("fetch offsets failed", "group", groupID, "err", err)
 		return nil, kerr.CoordinatorNotAvailable
+	}
+	unstable := map[metadata.TopicPartition]bool{}
+	if requireStable {
+		pending, err := a.store.PendingTxnPartitions(ctx, groupID)
+		if err != nil {
+			a.log.Warn("fetch pending transactional offsets failed", "group", groupID, "err", err)
+			return nil, kerr.CoordinatorNotAvailable
+		}
+		for _, tp := range pending {
+			unstable[tp] = true
+		}
+	}
+	mark := func(t string, fp *fetchedPartition) {
+		if unstable[metadata.TopicPartition{Topic: t, Partition: fp.partition}] {
+			fp.offset, fp.leaderEpoch, fp.metadata = -1, -1, ""
+			fp.code = kerr.UnstableOffsetCommit.Code
+		}
 	}
 	byTP := make(map[metadata.TopicPartition]metadata.GroupOffset, len(offs))
 	for _, o := range offs {
@@ -58,7 +78,9 @@ func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics ma
 				out = append(out, fetchedTopic{topic: o.Topic})
 			}
 			ft := &out[len(out)-1]
-			ft.parts = append(ft.parts, fetchedPartition{o.Partition, o.Offset, o.LeaderEpoch, o.Metadata})
+			fp := fetchedPartition{partition: o.Partition, offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata}
+			mark(o.Topic, &fp)
+			ft.parts = append(ft.parts, fp)
 		}
 		return out, nil
 	}
@@ -69,6 +91,7 @@ func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics ma
 			if o, ok := byTP[metadata.TopicPartition{Topic: t, Partition: p}]; ok {
 				fp.offset, fp.leaderEpoch, fp.metadata = o.Offset, o.LeaderEpoch, o.Metadata
 			}
+			mark(t, &fp)
 			ft.parts = append(ft.parts, fp)
 		}
 		out = append(out, ft)
@@ -94,7 +117,7 @@ func (a *Agent) handleOffsetFetch(ctx context.Context, r *request) (kmsg.Respons
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			fts, err := a.fetchGroupOffsets(ctx, g.Group, topics, order)
+			fts, err := a.fetchGroupOffsets(ctx, g.Group, topics, order, req.RequireStable)
 			if err != nil {
 				rg.ErrorCode = err.Code
 			}
@@ -105,6 +128,7 @@ func (a *Agent) handleOffsetFetch(ctx context.Context, r *request) (kmsg.Respons
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					md := fp.metadata
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = fp.partition, fp.offset, fp.leaderEpoch, &md
+					rp.ErrorCode = fp.code
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rg.Topics = append(rg.Topics, rt)
@@ -124,7 +148,7 @@ func (a *Agent) handleOffsetFetch(ctx context.Context, r *request) (kmsg.Respons
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	fts, err := a.fetchGroupOffsets(ctx, req.Group, topics, order)
+	fts, err := a.fetchGroupOffsets(ctx, req.Group, topics, order, req.Version >= 7 && req.RequireStable)
 	if err != nil {
 		if req.Version >= 2 {
 			resp.ErrorCode = err.Code
@@ -150,6 +174,7 @@ func (a *Agent) handleOffsetFetch(ctx context.Context, r *request) (kmsg.Respons
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			md := fp.metadata
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = fp.partition, fp.offset, fp.leaderEpoch, &md
+			rp.ErrorCode = fp.code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

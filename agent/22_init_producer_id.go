@@ -1,15 +1,16 @@
 package agent
 
-// InitProducerId (key 22), versions 0–4, for idempotent producers.
+// InitProducerId (key 22), versions 0–4, for idempotent and transactional
+// producers.
 //
 // A fresh producer gets a new id at epoch 0 from the metadata store; a
 // producer that names its id and current epoch (v3+, KIP-360) gets the epoch
 // bumped, so it can reset its sequences after an error without losing its
 // identity. The sequence checks themselves run in the flush's metadata
 // transaction (metadata.PlanRun), so any agent can take any producer's
-// batches. Transactional ids are not served yet: such requests are refused
-// with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which every client reports as
-// fatal instead of retrying forever.
+// batches. A transactional id is served by its transaction coordinator
+// (txn_init.go): its producer id is kept across restarts and each call bumps
+// the epoch, fencing older instances.
 
 import (
 	"context"
@@ -31,7 +32,7 @@ func (a *Agent) handleInitProducerID(ctx context.Context, r *request) (kmsg.Resp
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		a.initTxnProducer(ctx, req, resp)
 		return resp, nil
 	}
 	pid, epoch := int64(-1), int16(-1)

@@ -35,7 +35,8 @@ type Agent struct {
 	commits *broadcaster // woken after every local commit
 	// reqBudget bounds request bytes read and not yet answered.
 	reqBudget *byteBudget
-	coord     *coordinator // consumer groups this agent coordinates
+	coord     *coordinator    // consumer groups this agent coordinates
+	txn       *txnCoordinator // transactional ids this agent coordinates
 
 	id     string
 	self   metadata.Agent // registered identity, NodeID set by the store
@@ -82,6 +83,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
+	a.txn = newTxnCoordinator(a)
 	a.reqBudget = newByteBudget(cfg.RequestBufferBytes)
 	return a
 }
@@ -142,6 +144,8 @@ func (a *Agent) Start(ctx context.Context) error {
 	go a.heartbeatLoop()
 	a.wg.Add(1)
 	go a.coord.run()
+	a.wg.Add(1)
+	go a.txn.run()
 	if a.httpLn != nil {
 		a.httpSv = &http.Server{Handler: a.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
 		a.wg.Add(1)
@@ -229,6 +233,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.coord.close(dctx) // hand groups off before leaving the live set
+	a.txn.close(dctx)
 	if err := a.store.DeregisterAgent(dctx, a.id); err != nil {
 		return fmt.Errorf("deregister agent: %w", err)
 	}

@@ -40,6 +40,18 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleCreatePartitions(ctx, r)
 	case kmsg.InitProducerID:
 		return a.handleInitProducerID(ctx, r)
+	case kmsg.AddPartitionsToTxn:
+		return a.handleAddPartitionsToTxn(ctx, r)
+	case kmsg.AddOffsetsToTxn:
+		return a.handleAddOffsetsToTxn(ctx, r)
+	case kmsg.EndTxn:
+		return a.handleEndTxn(ctx, r)
+	case kmsg.TxnOffsetCommit:
+		return a.handleTxnOffsetCommit(ctx, r)
+	case kmsg.DescribeTransactions:
+		return a.handleDescribeTransactions(ctx, r)
+	case kmsg.ListTransactions:
+		return a.handleListTransactions(ctx, r)
 	case kmsg.DeleteRecords:
 		return a.handleDeleteRecords(ctx, r)
 	case kmsg.DescribeCluster:

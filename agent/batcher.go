@@ -72,6 +72,10 @@ type produceBatch struct {
 	pid      int64 // -1 unless idempotent
 	epoch    int16
 	sequence int32
+	// transactional and marker carry the batch's transaction role into the
+	// commit (metadata.PlanTxnRun).
+	transactional bool
+	marker        metadata.Marker
 }
 
 // flush is one cut pending object on its way to the bucket and the store.
@@ -130,6 +134,7 @@ func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) 
 	pw := &produceWaiter{done: make(chan struct{}), batch: metadata.BatchCommit{
 		ByteLength: size, Records: pb.records, MinTimestamp: pb.minTS, MaxTimestamp: pb.maxTS,
 		ProducerID: pb.pid, ProducerEpoch: pb.epoch, BaseSequence: pb.sequence,
+		Transactional: pb.transactional, Marker: pb.marker,
 	}}
 	k := partKey{topic, partition}
 	b.parts[k] = append(b.parts[k], pw)
@@ -255,6 +260,8 @@ func (b *batcher) run(f *flush) {
 				pw.err = kerr.OutOfOrderSequenceNumber
 			case errors.Is(res.Batches[j].Err, metadata.ErrInvalidProducerEpoch):
 				pw.err = kerr.InvalidProducerEpoch
+			case errors.Is(res.Batches[j].Err, metadata.ErrInvalidTxnState):
+				pw.err = kerr.InvalidTxnState
 			case res.Batches[j].Err != nil:
 				pw.err = kerr.UnknownServerError
 			default:

@@ -39,6 +39,11 @@ type BatchCommit struct {
 	ProducerID    int64 // -1: not idempotent, never checked
 	ProducerEpoch int16
 	BaseSequence  int32
+	// Transactional marks a batch of a transaction (PlanTxnRun checks it
+	// belongs to one); Marker marks a control batch written by a
+	// transaction coordinator.
+	Transactional bool
+	Marker        Marker
 }
 
 // BatchResult is the outcome of one batch of a run that listed its batches.
@@ -86,6 +91,11 @@ type Segment struct {
 // offset. Runs without a batch list are one segment, unchecked. It is the
 // pure heart of CommitObject, shared by every Store implementation.
 func PlanRun(next int64, r RunCommit, states map[int64]*ProducerState) ([]BatchResult, []Segment, int64) {
+	return planRun(next, r, func(b BatchCommit, offset int64) BatchResult { return checkSequence(b, offset, states) })
+}
+
+// planRun is PlanRun with the per-batch decision check.
+func planRun(next int64, r RunCommit, check func(b BatchCommit, offset int64) BatchResult) ([]BatchResult, []Segment, int64) {
 	if len(r.BatchList) == 0 {
 		seg := Segment{ByteOffset: r.ByteOffset, ByteLength: r.ByteLength, BaseOffset: next,
 			EndOffset: next + r.Records, Batches: r.Batches, MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp}
@@ -98,7 +108,7 @@ func PlanRun(next int64, r RunCommit, states map[int64]*ProducerState) ([]BatchR
 	for i, b := range r.BatchList {
 		start := pos
 		pos += b.ByteLength
-		res := checkSequence(b, next, states)
+		res := check(b, next)
 		results[i] = res
 		if res.Err != nil || res.Duplicate {
 			cur = nil // the next accepted batch starts a new index row

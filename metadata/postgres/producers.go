@@ -63,6 +63,12 @@ func (s *Store) commitChecked(ctx context.Context, obj metadata.ObjectCommit) ([
 	var pparts []int32
 	var ppids []int64
 	seenPid := map[pidKey]bool{}
+	// The open transactions to load: (partition, producer) of every
+	// transactional batch and marker.
+	var ttopics [][]byte
+	var tparts []int32
+	var tpids []int64
+	seenTxn := map[pidKey]bool{}
 	for _, r := range obj.Runs {
 		k := sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}
 		if !seen[k] {
@@ -74,6 +80,10 @@ func (s *Store) commitChecked(ctx context.Context, obj metadata.ObjectCommit) ([
 			if b.ProducerID >= 0 && !seenPid[pk] {
 				seenPid[pk] = true
 				ptopics, pparts, ppids = append(ptopics, r.TopicID[:]), append(pparts, r.Partition), append(ppids, b.ProducerID)
+			}
+			if (b.Transactional || b.Marker != metadata.MarkerNone) && !seenTxn[pk] {
+				seenTxn[pk] = true
+				ttopics, tparts, tpids = append(ttopics, r.TopicID[:]), append(tparts, r.Partition), append(tpids, b.ProducerID)
 			}
 		}
 	}
@@ -144,6 +154,38 @@ func (s *Store) commitChecked(ctx context.Context, obj metadata.ObjectCommit) ([
 		return nil, err
 	}
 
+	txns := map[sqlutil.RunKey]map[int64]*metadata.PartitionTxn{}
+	if len(tpids) > 0 {
+		rows, err = tx.Query(ctx, `SELECT t.topic_id, t.part, t.producer_id, t.epoch, t.first_offset FROM txn_partitions t
+			WHERE (t.topic_id, t.part, t.producer_id) IN
+			      (SELECT u.t, u.q, u.p FROM unnest($1::bytea[], $2::integer[], $3::bigint[]) AS u(t, q, p))`, ttopics, tparts, tpids)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id []byte
+			var k sqlutil.RunKey
+			var pid int64
+			var first *int64
+			t := &metadata.PartitionTxn{FirstOffset: -1}
+			if err := rows.Scan(&id, &k.Partition, &pid, &t.Epoch, &first); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			copy(k.Topic[:], id)
+			if first != nil {
+				t.FirstOffset = *first
+			}
+			if txns[k] == nil {
+				txns[k] = map[int64]*metadata.PartitionTxn{}
+			}
+			txns[k][pid] = t
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO objects (key, size, agent_id) VALUES ($1, $2, $3)`, obj.Key, obj.Size, obj.AgentID)
 	results := make([]metadata.RunResult, len(obj.Runs))
@@ -158,7 +200,14 @@ func (s *Store) commitChecked(ctx context.Context, obj metadata.ObjectCommit) ([
 			producers[k] = map[int64]*metadata.ProducerState{}
 		}
 		base := st.next
-		batches, segs, next := metadata.PlanRun(st.next, r, producers[k])
+		if txns[k] == nil {
+			txns[k] = map[int64]*metadata.PartitionTxn{}
+		}
+		batches, segs, next, aborted := metadata.PlanTxnRun(st.next, r, producers[k], txns[k])
+		for _, a := range aborted {
+			b.Queue(`INSERT INTO txn_aborted (topic_id, part, first_offset, producer_id, last_offset)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, r.TopicID[:], r.Partition, a.FirstOffset, a.ProducerID, a.LastOffset)
+		}
 		st.next = next
 		results[i] = metadata.RunResult{BaseOffset: base, Batches: batches}
 		for _, sg := range segs {
@@ -175,6 +224,15 @@ func (s *Store) commitChecked(ctx context.Context, obj metadata.ObjectCommit) ([
 		}
 		b.Queue(`UPDATE partitions SET next_offset = $1, max_timestamp = $2 WHERE topic_id = $3 AND part = $4`,
 			st.next, st.maxTS, k.Topic[:], k.Partition)
+		for pid, t := range txns[k] {
+			switch {
+			case t.Closed:
+				b.Queue(`DELETE FROM txn_partitions WHERE topic_id = $1 AND part = $2 AND producer_id = $3`, k.Topic[:], k.Partition, pid)
+			case t.Changed:
+				b.Queue(`UPDATE txn_partitions SET first_offset = $1 WHERE topic_id = $2 AND part = $3 AND producer_id = $4`,
+					t.FirstOffset, k.Topic[:], k.Partition, pid)
+			}
+		}
 		for pid, ps := range producers[k] {
 			raw, err := sqlutil.EncodeProducerState(ps)
 			if err != nil {

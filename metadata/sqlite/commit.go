@@ -74,8 +74,12 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 			if err != nil {
 				return err
 			}
+			txns, err := loadTxns(ctx, tx, r)
+			if err != nil {
+				return err
+			}
 			base := st.next
-			batches, segs, next := metadata.PlanRun(st.next, r, states)
+			batches, segs, next, aborted := metadata.PlanTxnRun(st.next, r, states, txns)
 			st.next = next
 			results[i] = metadata.RunResult{BaseOffset: base, Batches: batches}
 			for _, sg := range segs {
@@ -86,6 +90,9 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 				}
 			}
 			if err := saveProducerStates(ctx, tx, r, states, s.now().UnixMilli()); err != nil {
+				return err
+			}
+			if err := saveTxns(ctx, tx, r, txns, aborted); err != nil {
 				return err
 			}
 		}

@@ -44,6 +44,13 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"InitProducerID", testInitProducerID},
 		{"ProducerSequences", testProducerSequences},
+		{"TxnRecords", testTxnRecords},
+		{"TxnCommitChecks", testTxnCommitChecks},
+		{"TxnOffsets", testTxnOffsets},
+		{"Agents", testAgents},
+		{"AgentNodeIDReuse", testAgentNodeIDReuse},
+		{"AgentExpiry", testAgentExpiry},
+		{"ConcurrentRegister", testConcurrentRegister},
 		{"ReplaceRowsMerge", testReplaceRowsMerge},
 		{"ReplaceRowsPartial", testReplaceRowsPartial},
 		{"ReplaceRowsConflict", testReplaceRowsConflict},
@@ -56,10 +63,6 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"ExpireOffsets", testExpireOffsets},
 		{"CoordinatorLeases", testCoordinatorLeases},
 		{"LeaseRace", testLeaseRace},
-		{"Agents", testAgents},
-		{"AgentNodeIDReuse", testAgentNodeIDReuse},
-		{"AgentExpiry", testAgentExpiry},
-		{"ConcurrentRegister", testConcurrentRegister},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, open(t))

@@ -121,6 +121,10 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 				a.log.Warn("fetch: open transactions failed", "topic", topic.Name, "err", err)
 			}
 		}
+		var pre map[int32][]metadata.IndexEntry
+		if ok && err == nil {
+			pre = a.prefetch(ctx, topic.ID, rt.Partitions, states, open, req.IsolationLevel == 1, remaining)
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -144,7 +148,7 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 				if first, ok := open[rp.Partition]; ok {
 					end = min(end, first)
 				}
-				n, code := a.fetchPartition(ctx, topic.ID, st, end, req.IsolationLevel == 1, rp.FetchOffset, limit, total == 0, &sp)
+				n, code := a.fetchPartition(ctx, topic.ID, st, end, req.IsolationLevel == 1, rp.FetchOffset, limit, total == 0, pre[rp.Partition], &sp)
 				if code != nil {
 					sp.ErrorCode = code.Code
 				}
@@ -165,8 +169,9 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 // (or one whole batch when first is true and the first batch is larger),
 // given the partition's offsets st and its last stable offset lso. A
 // read_committed fetch (committed) stops at lso and carries the aborted
-// transactions it overlaps.
-func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, lso int64, committed bool, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
+// transactions it overlaps. entries, when not nil, are the index entries
+// prefetch already looked up from offset on.
+func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, lso int64, committed bool, offset, limit int64, first bool, entries []metadata.IndexEntry, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, lso, st.LogStartOffset
 	if offset < st.LogStartOffset || offset > st.NextOffset {
 		return 0, kerr.OffsetOutOfRange
@@ -178,13 +183,16 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 	if offset >= end {
 		return 0, nil
 	}
-	entries, err := a.store.Lookup(ctx, topic, sp.Partition, offset, max(limit, 1), lookupLimit)
-	if err != nil {
-		if errors.Is(err, metadata.ErrOffsetOutOfRange) {
-			return 0, kerr.OffsetOutOfRange
+	if entries == nil {
+		var err error
+		entries, err = a.store.Lookup(ctx, topic, sp.Partition, offset, max(limit, 1), lookupLimit)
+		if err != nil {
+			if errors.Is(err, metadata.ErrOffsetOutOfRange) {
+				return 0, kerr.OffsetOutOfRange
+			}
+			a.log.Warn("fetch: index lookup failed", "err", err)
+			return 0, kerr.KafkaStorageError
 		}
-		a.log.Warn("fetch: index lookup failed", "err", err)
-		return 0, kerr.KafkaStorageError
 	}
 	out := sp.RecordBatches
 	for _, e := range entries {
@@ -270,4 +278,61 @@ func countRecords(resp *kmsg.FetchResponse) int64 {
 		}
 	}
 	return n
+}
+
+// prefetchConcurrency bounds the object-store reads one fetch starts ahead.
+const prefetchConcurrency = 16
+
+// prefetch looks up the index of every requested partition of one topic that
+// has records to return and starts the reads of their byte ranges at once,
+// so a fetch over many partitions waits about one object-store round trip
+// instead of one per range: the reads land in the read cache, where
+// fetchPartition's own reads of the same ranges join them. It plans at most
+// budget bytes and returns the entries it looked up, by partition.
+func (a *Agent) prefetch(ctx context.Context, topic metadata.TopicID, parts []kmsg.FetchRequestTopicPartition,
+	states []metadata.PartitionState, open map[int32]int64, committed bool, budget int64) map[int32][]metadata.IndexEntry {
+	if len(parts) < 2 {
+		return nil // nothing to overlap
+	}
+	out := make(map[int32][]metadata.IndexEntry, len(parts))
+	sem := make(chan struct{}, prefetchConcurrency)
+	var planned int64
+	for _, rp := range parts {
+		if planned >= budget {
+			break
+		}
+		if rp.Partition < 0 || int(rp.Partition) >= len(states) {
+			continue
+		}
+		st := states[rp.Partition]
+		end := st.NextOffset
+		if first, ok := open[rp.Partition]; ok && committed {
+			end = min(end, first)
+		}
+		if rp.FetchOffset < st.LogStartOffset || rp.FetchOffset >= end {
+			continue
+		}
+		limit := budget - planned
+		if rp.PartitionMaxBytes > 0 {
+			limit = min(limit, int64(rp.PartitionMaxBytes))
+		}
+		entries, err := a.store.Lookup(ctx, topic, rp.Partition, rp.FetchOffset, max(limit, 1), lookupLimit)
+		if err != nil {
+			continue // fetchPartition looks again and reports the error
+		}
+		out[rp.Partition] = entries
+		for _, e := range entries {
+			planned += e.ByteLength
+			a.bgReads.Add(1)
+			go func() {
+				defer a.bgReads.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				// The agent's context, not the request's: a read that
+				// outlives this fetch still warms the cache for the next.
+				_, _ = a.cache.GetRange(a.ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
+			}()
+		}
+	}
+	return out
 }

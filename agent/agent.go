@@ -48,6 +48,9 @@ type Agent struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
 	connWG sync.WaitGroup // connection goroutines
+	// bgReads are object reads a fetch started ahead (prefetch); they end
+	// before Close returns.
+	bgReads sync.WaitGroup
 
 	viewMu sync.Mutex
 	live   []metadata.Agent // last known live agents, sorted by NodeID
@@ -230,6 +233,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.cancel()
 	a.wg.Wait()
+	a.bgReads.Wait()
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.coord.close(dctx) // hand groups off before leaving the live set

@@ -81,4 +81,3 @@ func TestOffsetFetchUnstableWhileTxnOpen(t *testing.T) {
 		t.Fatalf("after commit: offset %d code %d, want 42", off, code)
 	}
 }
-

@@ -372,9 +372,12 @@ func (c *coordinator) renew() {
 	ctx, cancel := context.WithTimeout(c.a.ctx, c.leaseTTL/2)
 	defer cancel()
 	start := time.Now()
+	// One call renews every coordinator lease of this agent, groups and
+	// transactional ids alike; the transaction coordinator learns the
+	// result from here rather than renewing the same rows again.
 	held, err := c.a.store.RenewCoordinatorLeases(ctx, c.a.id, c.leaseTTL)
 	if err != nil {
-		c.a.log.Warn("renew group leases failed", "err", err)
+		c.a.log.Warn("renew coordinator leases failed", "err", err)
 		return
 	}
 	ok := make(map[string]int64, len(held))
@@ -387,6 +390,9 @@ func (c *coordinator) renew() {
 			e.leaseUntil = c.localDeadline(start)
 		}
 		e.mu.Unlock()
+	}
+	if c.a.txn != nil {
+		c.a.txn.renewed(ok, c.localDeadline(start))
 	}
 }
 

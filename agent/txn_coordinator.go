@@ -324,8 +324,6 @@ func (c *txnCoordinator) run() {
 	defer c.a.wg.Done()
 	tick := time.NewTicker(txnTick)
 	defer tick.Stop()
-	renewEvery := max(c.leaseTTL/3, 100*time.Millisecond)
-	nextRenew := time.Now().Add(renewEvery)
 	nextScan := time.Now().Add(txnScanInterval)
 	for {
 		select {
@@ -334,10 +332,6 @@ func (c *txnCoordinator) run() {
 		case <-tick.C:
 		}
 		now := time.Now()
-		if !now.Before(nextRenew) {
-			nextRenew = now.Add(renewEvery)
-			c.renew()
-		}
 		for _, e := range c.list() {
 			c.tickEntry(e, now)
 		}
@@ -374,23 +368,14 @@ func (c *txnCoordinator) releaseLocked(ctx context.Context, e *txnEntry) {
 	}
 }
 
-func (c *txnCoordinator) renew() {
-	ctx, cancel := context.WithTimeout(c.a.ctx, c.leaseTTL/2)
-	defer cancel()
-	start := time.Now()
-	held, err := c.a.store.RenewCoordinatorLeases(ctx, c.a.id, c.leaseTTL)
-	if err != nil {
-		c.a.log.Warn("renew transaction leases failed", "err", err)
-		return
-	}
-	ok := make(map[string]int64, len(held))
-	for _, l := range held {
-		ok[l.Name] = l.Epoch
-	}
+// renewed extends the local trust in every transactional id whose lease the
+// agent's one renewal (coordinator.renew, which renews all of this agent's
+// coordinator leases at once) found still held at the same epoch.
+func (c *txnCoordinator) renewed(ok map[string]int64, until time.Time) {
 	for _, e := range c.list() {
 		e.mu.Lock()
 		if ep, held := ok[metadata.TxnLeaseName(e.id)]; held && ep == e.epoch && e.loaded {
-			e.leaseUntil = start.Add(c.leaseTTL - c.leaseTTL/5)
+			e.leaseUntil = until
 		}
 		e.mu.Unlock()
 	}

@@ -64,6 +64,8 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 					return kerr.KafkaStorageError
 				case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:
 					return kerr.UnknownTopicOrPartition
+				case isInternalTopic(rt.Topic):
+					return kerr.InvalidTopicException // as Kafka: "cannot append to internal topic"
 				}
 				b, code := validateProduceRecords(req.Version, rp.Records, maxMessageBytes(topic))
 				if code != nil {

@@ -126,6 +126,7 @@ func (a *Agent) metadataTopic(t metadata.Topic, live []metadata.Agent, zone stri
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(name)
 	mt.AuthorizedOperations = -2147483648
 	candidates := zoneAgents(live, zone)
 	for p := range t.Partitions {

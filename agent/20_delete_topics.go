@@ -56,6 +56,13 @@ func (a *Agent) handleDeleteTopics(ctx context.Context, r *request) (kmsg.Respon
 				st.Topic = &t.Name
 			}
 		}
+		if st.ErrorCode == 0 && isInternalTopic(name) {
+			// floe recreates it at every agent start; deleting it
+			// would only break regex consumers meanwhile.
+			st.ErrorCode = kerr.InvalidTopicException.Code
+			msg := "internal topic " + name + " cannot be deleted"
+			st.ErrorMessage = &msg
+		}
 		if st.ErrorCode == 0 {
 			err := a.store.DeleteTopic(ctx, name)
 			switch {

@@ -9,7 +9,9 @@ package agent
 // members bring their own. Topic ids in requests and assignments are
 // translated to names for the state machine. A classic group with members
 // answers GROUP_ID_NOT_FOUND, as Kafka does without a migration policy.
-// Regex subscriptions are not supported (INVALID_REGULAR_EXPRESSION).
+// Regex subscriptions (v1 SubscribedTopicRegex) are resolved here, against
+// every topic including internal ones, as Kafka does; a regex Go's RE2 cannot
+// compile is INVALID_REGULAR_EXPRESSION.
 
 import (
 	"context"
@@ -42,7 +44,12 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 		return fail(kerr.InvalidGroupID)
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
-		return fail(kerr.InvalidRegularExpression)
+		if _, err := group.CompileTopicRegex(*req.SubscribedTopicRegex); err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			msg := err.Error()
+			resp.ErrorMessage = &msg
+			return resp, nil
+		}
 	}
 	if req.Version >= 1 && req.MemberID == "" {
 		return fail(kerr.InvalidRequest) // v1 members bring their own id
@@ -60,6 +67,7 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 		ClientID: r.clientID(), ClientHost: r.c.clientHost(), Assignor: deref(req.ServerAssignor),
 		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
 		Subscribed:       req.SubscribedTopicNames,
+		Regex:            req.SubscribedTopicRegex,
 	}
 	if req.RebalanceTimeoutMillis < 0 {
 		hr.RebalanceTimeout = -1

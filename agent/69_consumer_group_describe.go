@@ -50,6 +50,10 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 					rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 					rm.MemberID, rm.MemberEpoch, rm.ClientID, rm.ClientHost = m.MemberID, m.Epoch, m.ClientID, m.ClientHost
 					rm.SubscribedTopics = m.Subscribed
+					if m.Regex != "" {
+						re := m.Regex
+						rm.SubscribedTopicRegex = &re
+					}
 					rm.MemberType = 1 // consumer protocol
 					if m.InstanceID != "" {
 						iid := m.InstanceID

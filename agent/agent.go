@@ -135,6 +135,10 @@ func (a *Agent) Start(ctx context.Context) error {
 		return fmt.Errorf("register agent: %w", err)
 	}
 	a.self = self
+	if err := a.ensureInternalTopics(ctx); err != nil {
+		a.closeListeners()
+		return err
+	}
 	if err := a.refreshLive(ctx); err != nil {
 		a.closeListeners()
 		return err

@@ -103,7 +103,7 @@ func sortedTopics(topics map[string]int32) []string {
 func subscribers(members map[string]*cmember, topic string) []string {
 	var ids []string
 	for id, m := range members {
-		if sort.SearchStrings(m.Subscribed, topic) < len(m.Subscribed) && m.Subscribed[sort.SearchStrings(m.Subscribed, topic)] == topic {
+		if m.subscribes(topic) {
 			ids = append(ids, id)
 		}
 	}

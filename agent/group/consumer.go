@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"regexp"
 	"sort"
 	"time"
 
@@ -97,6 +98,7 @@ type HeartbeatRequest struct {
 	ClientHost       string
 	RebalanceTimeout time.Duration // < 0: unchanged
 	Subscribed       []string      // nil: unchanged
+	Regex            *string       // nil: unchanged; "": none (KIP-848 SubscribedTopicRegex)
 	Assignor         string        // "": unchanged
 	Owned            Assignment    // nil: unchanged
 }
@@ -115,6 +117,8 @@ type cmember struct {
 	Epoch, PrevEpoch                             int32
 	RebalanceTimeout                             time.Duration
 	Subscribed                                   []string
+	Regex                                        string   `json:",omitempty"`
+	Matched                                      []string `json:",omitempty"` // topics Regex matched, sorted
 	Assignor                                     string
 	Assigned                                     Assignment // what the member was told it owns
 	Revoking                                     Assignment // told to give up, not yet confirmed
@@ -134,6 +138,7 @@ type ConsumerGroup struct {
 	members         map[string]*cmember
 	targets         map[string]Assignment
 	topics          map[string]int32 // partition counts the targets were computed with
+	regexps         map[string]*regexp.Regexp
 
 	changed bool
 }
@@ -217,13 +222,17 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, r HeartbeatRequest, topics map[
 		}
 	}
 	m.deadline = now.Add(g.cfg.SessionTimeout)
-	full := r.Subscribed != nil
-	if g.update(m, r) || !sameCounts(g.topics, topics, g.subscribedTopics()) {
+	full := r.Subscribed != nil || r.Regex != nil
+	changed := g.update(m, r)
+	if g.resolve(topics) {
+		changed = true
+	}
+	if changed || !sameCounts(g.topics, topics, g.subscribedTopics()) {
 		g.bump(topics)
 	}
-	changed := g.reconcile(now, m, r.Owned)
+	sent := g.reconcile(now, m, r.Owned)
 	res := HeartbeatResult{MemberID: m.ID, MemberEpoch: m.Epoch}
-	if changed || full {
+	if sent || full {
 		res.Assignment = m.Assigned.clone()
 	}
 	return res
@@ -233,7 +242,7 @@ func (g *ConsumerGroup) join(now time.Time, r HeartbeatRequest, topics map[strin
 	if r.Owned != nil && r.Owned.size() > 0 {
 		return HeartbeatResult{Err: kerr.InvalidRequest.Code}
 	}
-	if r.Subscribed == nil || r.RebalanceTimeout < 0 {
+	if (r.Subscribed == nil && r.Regex == nil) || r.RebalanceTimeout < 0 {
 		return HeartbeatResult{Err: kerr.InvalidRequest.Code}
 	}
 	id := r.MemberID
@@ -252,6 +261,7 @@ func (g *ConsumerGroup) join(now time.Time, r HeartbeatRequest, topics map[strin
 				g.remove(old.ID)
 				m.Epoch, m.PrevEpoch, m.Assigned, m.Revoking = old.Epoch, old.PrevEpoch, old.Assigned, old.Revoking
 				m.Subscribed, m.Assignor, prevSubs, takeover = old.Subscribed, old.Assignor, old.Subscribed, true
+				m.Regex, m.Matched = old.Regex, old.Matched
 				g.targets[id] = tgt
 			}
 		}
@@ -263,6 +273,9 @@ func (g *ConsumerGroup) join(now time.Time, r HeartbeatRequest, topics map[strin
 	g.members[id] = m
 	m.deadline = now.Add(g.cfg.SessionTimeout)
 	subsChanged := g.update(m, r)
+	if g.resolve(topics) {
+		subsChanged = true
+	}
 	if !takeover || subsChanged || !slices.Equal(prevSubs, m.Subscribed) || !sameCounts(g.topics, topics, g.subscribedTopics()) {
 		g.bump(topics)
 	}
@@ -290,6 +303,9 @@ func (g *ConsumerGroup) update(m *cmember, r HeartbeatRequest) bool {
 			m.Subscribed, changed = s, true
 		}
 	}
+	if r.Regex != nil && *r.Regex != m.Regex {
+		m.Regex, changed = *r.Regex, true
+	}
 	if r.Assignor != "" && r.Assignor != m.Assignor {
 		m.Assignor, changed = r.Assignor, true
 	}
@@ -311,8 +327,69 @@ func (g *ConsumerGroup) subscribedTopics() map[string]bool {
 		for _, t := range m.Subscribed {
 			out[t] = true
 		}
+		for _, t := range m.Matched {
+			out[t] = true
+		}
 	}
 	return out
+}
+
+// subscribes reports whether m subscribes to topic, by name or by regex.
+func (m *cmember) subscribes(topic string) bool {
+	_, byName := slices.BinarySearch(m.Subscribed, topic)
+	_, byRegex := slices.BinarySearch(m.Matched, topic)
+	return byName || byRegex
+}
+
+// resolve matches the members' regexes against the existing topics, as
+// Kafka resolves KIP-848 regex subscriptions on the broker: the whole topic
+// name must match, and internal topics are not skipped. It reports whether
+// any member's matched topics changed (a new group epoch). Each distinct
+// regex is compiled once per group.
+func (g *ConsumerGroup) resolve(topics map[string]int32) bool {
+	changed := false
+	var names []string
+	for _, id := range g.memberIDs() {
+		m := g.members[id]
+		var matched []string
+		if m.Regex != "" {
+			re, ok := g.regexps[m.Regex]
+			if !ok {
+				if len(g.regexps) >= 64 {
+					g.regexps = nil // members changing regexes: do not grow without bound
+				}
+				re, _ = CompileTopicRegex(m.Regex) // validated on the way in; nil matches nothing
+				if g.regexps == nil {
+					g.regexps = map[string]*regexp.Regexp{}
+				}
+				g.regexps[m.Regex] = re
+			}
+			if re != nil {
+				if names == nil {
+					names = sortedTopics(topics)
+				}
+				for _, t := range names {
+					if re.MatchString(t) {
+						matched = append(matched, t)
+					}
+				}
+			}
+		}
+		if !slices.Equal(matched, m.Matched) {
+			m.Matched, changed = matched, true
+		}
+	}
+	if changed {
+		g.changed = true
+	}
+	return changed
+}
+
+// CompileTopicRegex compiles a KIP-848 subscription regex so that it must
+// match a whole topic name (Kafka uses RE2/J, whose syntax Go's regexp
+// shares).
+func CompileTopicRegex(expr string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + expr + ")$")
 }
 
 // sameCounts reports whether the subscribed topics' partition counts are
@@ -328,6 +405,7 @@ func sameCounts(old, cur map[string]int32, subscribed map[string]bool) bool {
 
 // bump starts a new group epoch and computes its target assignment.
 func (g *ConsumerGroup) bump(topics map[string]int32) {
+	g.resolve(topics)
 	g.epoch++
 	g.topics = map[string]int32{}
 	for t := range g.subscribedTopics() {
@@ -457,6 +535,7 @@ type ConsumerMemberDescription struct {
 	MemberID, InstanceID, RackID, ClientID, ClientHost string
 	Epoch                                              int32
 	Subscribed                                         []string
+	Regex                                              string
 	Assignment, Target                                 Assignment
 }
 
@@ -474,7 +553,7 @@ func (g *ConsumerGroup) Describe() ConsumerDescription {
 	for _, id := range g.memberIDs() {
 		m := g.members[id]
 		d.Members = append(d.Members, ConsumerMemberDescription{MemberID: id, InstanceID: m.InstanceID, RackID: m.RackID,
-			ClientID: m.ClientID, ClientHost: m.ClientHost, Epoch: m.Epoch, Subscribed: m.Subscribed,
+			ClientID: m.ClientID, ClientHost: m.ClientHost, Epoch: m.Epoch, Subscribed: m.Subscribed, Regex: m.Regex,
 			Assignment: m.Assigned.clone(), Target: g.targets[id].clone()})
 	}
 	return d

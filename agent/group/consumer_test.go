@@ -199,3 +199,69 @@ func TestConsumerGroupStaticRestart(t *testing.T) {
 		t.Fatalf("old static incarnation = %+v", r)
 	}
 }
+
+// A regex subscription is resolved against the existing topics, whole names
+// only, internal topics included; a topic created later that matches joins
+// the assignment at the next heartbeat, with a new group epoch.
+func TestConsumerRegexSubscription(t *testing.T) {
+	h := newCH(t)
+	h.topics = map[string]int32{"orders": 2, "orders-v2": 1, "xorders": 1, "__consumer_offsets": 1}
+	re := "orders|__consumer_offsets"
+	r := h.hb(HeartbeatRequest{MemberEpoch: 0, Regex: &re, Owned: Assignment{}, RebalanceTimeout: time.Second})
+	if r.Err != 0 {
+		t.Fatalf("join with regex: error %d", r.Err)
+	}
+	want := Assignment{"orders": {0, 1}, "__consumer_offsets": {0}}
+	if !r.Assignment.equal(want) {
+		t.Fatalf("assignment %v, want %v (whole-name matches only)", r.Assignment, want)
+	}
+	epoch := r.MemberEpoch
+
+	// Nothing changed: same epoch, no new assignment to send.
+	r = h.hb(HeartbeatRequest{MemberID: r.MemberID, MemberEpoch: epoch, RebalanceTimeout: -1, Owned: want})
+	if r.Err != 0 || r.MemberEpoch != epoch || r.Assignment != nil {
+		t.Fatalf("steady heartbeat = %+v, want epoch %d and no assignment", r, epoch)
+	}
+
+	// Widening the regex moves the member to a new epoch once it gave
+	// up what no longer matches.
+	id := r.MemberID
+	owned, epochs := map[string]Assignment{id: want}, map[string]int32{id: epoch}
+	wide := "orders.*"
+	r = h.hb(HeartbeatRequest{MemberID: id, MemberEpoch: epoch, RebalanceTimeout: -1, Owned: want, Regex: &wide})
+	if r.Err != 0 {
+		t.Fatalf("changing the regex: error %d", r.Err)
+	}
+	if r.Assignment != nil {
+		owned[id] = r.Assignment
+	}
+	h.settle(owned, epochs)
+	want = Assignment{"orders": {0, 1}, "orders-v2": {0}}
+	if epochs[id] <= epoch || !owned[id].equal(want) {
+		t.Fatalf("after changing the regex: epoch %d owns %v, want a new epoch and %v", epochs[id], owned[id], want)
+	}
+
+	// A matching topic created later joins the assignment.
+	epoch = epochs[id]
+	h.topics["orders-eu"] = 3
+	h.settle(owned, epochs)
+	want = Assignment{"orders": {0, 1}, "orders-v2": {0}, "orders-eu": {0, 1, 2}}
+	if epochs[id] <= epoch || !owned[id].equal(want) {
+		t.Fatalf("after a matching topic was created: epoch %d owns %v, want a new epoch and %v", epochs[id], owned[id], want)
+	}
+	if !h.g.Subscribed()["orders-eu"] {
+		t.Fatal("Subscribed() does not include regex-matched topics")
+	}
+
+	// A coordinator taking over keeps the resolution: no new epoch.
+	epoch = epochs[id]
+	g2, err := RestoreConsumerGroup("g", h.g.cfg, h.g.Snapshot(), h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.g = g2
+	r = h.hb(HeartbeatRequest{MemberID: id, MemberEpoch: epoch, RebalanceTimeout: -1, Owned: want})
+	if r.Err != 0 || r.MemberEpoch != epoch || h.g.Epoch() != epoch {
+		t.Fatalf("after restore: %+v, group epoch %d, want epoch %d unchanged", r, h.g.Epoch(), epoch)
+	}
+}

@@ -12,8 +12,8 @@ package group
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 

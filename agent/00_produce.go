@@ -71,6 +71,8 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				if code != nil {
 					return code
 				}
+				r.frame.ref() // the batch aliases the frame until the batcher copies it
+				b.frame = r.frame
 				pw, aerr := a.batcher.add(topic.ID, rp.Partition, b)
 				if aerr != nil {
 					return kerr.NotLeaderForPartition

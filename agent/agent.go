@@ -87,7 +87,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
-	a.reqBudget = newByteBudget(cfg.RequestBufferBytes)
+	a.reqBudget = newByteBudget(cfg.requestBudget())
 	return a
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,6 +48,31 @@ type batcher struct {
 	dispDone  chan struct{}
 	flushSeq  uint64
 	closeOnce sync.Once
+
+	// bufs recycles request frames and object buffers (see bufPool).
+	bufs *bufPool
+	// lastAdd is the monotonic time (ns since start) of the last add, for
+	// ProduceBusy.
+	lastAdd atomic.Int64
+}
+
+// busyWindow is how long after its last produced batch the agent still
+// counts as busy producing.
+const busyWindow = 500 * time.Millisecond
+
+var monoStart = time.Now()
+
+// ProduceBusy reports whether the agent is producing: a batch arrived in
+// the last half second or bytes are still waiting for their flush. floe
+// dev's in-process compactor yields while it is.
+func (a *Agent) ProduceBusy() bool {
+	b := a.batcher
+	if time.Duration(int64(time.Since(monoStart))-b.lastAdd.Load()) < busyWindow {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffered > 0
 }
 
 type partKey struct {
@@ -61,6 +87,9 @@ type produceWaiter struct {
 	done       chan struct{}
 	baseOffset int64
 	err        *kerr.Error
+	// frame is the request frame the batch aliases, released once the
+	// batch is copied into its object; nil if the batch owns its bytes.
+	frame *heldFrame
 }
 
 // produceBatch is one validated batch handed to the batcher.
@@ -76,6 +105,9 @@ type produceBatch struct {
 	// commit (metadata.PlanTxnRun).
 	transactional bool
 	marker        metadata.Marker
+	// frame, if set, is the request frame data aliases; add takes over a
+	// reference to it.
+	frame *heldFrame
 }
 
 // flush is one cut pending object on its way to the bucket and the store.
@@ -98,6 +130,9 @@ func newBatcher(a *Agent) *batcher {
 		cutCh:    make(chan *flush, 1),
 		sem:      make(chan struct{}, max(1, a.cfg.MaxInflightFlushes)),
 		dispDone: make(chan struct{}),
+		// Idle recycled buffers are part of the agent's fixed overhead:
+		// half the buffer budget keeps a few objects' worth.
+		bufs: newBufPool(a.cfg.BufferBytes / 2),
 	}
 	b.room = sync.NewCond(&b.mu)
 	return b
@@ -110,6 +145,9 @@ func closedChan() chan struct{} {
 }
 
 func (b *batcher) start() {
+	// A reader waiting for request budget is the same backpressure as a
+	// produce waiting for buffer room.
+	b.a.reqBudget.onWait = b.a.metrics.backpressureWaits.Inc
 	go b.dispatch()
 }
 
@@ -121,6 +159,7 @@ var errClosed = errors.New("agent is shutting down")
 // while the agent's buffer budget is used up (backpressure).
 func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) (*produceWaiter, error) {
 	size := int64(len(pb.data))
+	b.lastAdd.Store(int64(time.Since(monoStart)))
 	b.mu.Lock()
 	for !b.closed && b.buffered > 0 && b.buffered+size > b.a.cfg.BufferBytes {
 		b.a.metrics.backpressureWaits.Inc()
@@ -128,10 +167,13 @@ func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) 
 	}
 	if b.closed {
 		b.mu.Unlock()
+		if pb.frame != nil {
+			pb.frame.unref()
+		}
 		return nil, errClosed
 	}
 	b.w.Add(storage.TopicID(topic), partition, pb.data, pb.records, pb.minTS, pb.maxTS)
-	pw := &produceWaiter{done: make(chan struct{}), batch: metadata.BatchCommit{
+	pw := &produceWaiter{done: make(chan struct{}), frame: pb.frame, batch: metadata.BatchCommit{
 		ByteLength: size, Records: pb.records, MinTimestamp: pb.minTS, MaxTimestamp: pb.maxTS,
 		ProducerID: pb.pid, ProducerEpoch: pb.epoch, BaseSequence: pb.sequence,
 		Transactional: pb.transactional, Marker: pb.marker,
@@ -212,12 +254,35 @@ func (b *batcher) run(f *flush) {
 		b.mu.Unlock()
 	}()
 
-	data, runs := f.w.Finish()
+	// The object takes the place of the frames its batches were copied
+	// from in the request budget, so those are released now rather than
+	// after the PUT and commit.
+	data, runs := f.w.FinishInto(b.bufs.get(int(f.w.Size())))
+	objBytes := int64(len(data))
+	b.a.reqBudget.take(objBytes)
+	for _, ws := range f.parts {
+		for _, pw := range ws {
+			if pw.frame != nil {
+				pw.frame.unref()
+				pw.frame = nil
+			}
+		}
+	}
+	recycle := true
+	defer func() {
+		b.a.reqBudget.release(objBytes)
+		if recycle {
+			b.bufs.put(data)
+		}
+	}()
 	key := storage.NewObjectKey()
 	ctx := context.Background() // a flush always finishes: producers wait on it
 	err := b.put(ctx, key, data)
 	<-f.prev
 	if err != nil {
+		// A failed PUT's HTTP transport may still be reading the body
+		// after the call returned; never hand that buffer out again.
+		recycle = false
 		b.a.log.Error("flush failed: put", "key", key, "err", err)
 		m.flushErrors.Inc()
 		f.fail(kerr.KafkaStorageError)
@@ -277,6 +342,14 @@ func (b *batcher) run(f *flush) {
 	m.flushBytes.Observe(float64(len(data)))
 	m.flushSeconds.Observe(time.Since(start).Seconds())
 	b.a.commits.broadcast()
+}
+
+// requestBudget is the request budget's limit (see RequestBufferBytes).
+func (c *Config) requestBudget() int64 {
+	if c.RequestBufferBytes > 0 {
+		return c.RequestBufferBytes
+	}
+	return c.BufferBytes
 }
 
 // put writes the object, retrying transient failures a few times.

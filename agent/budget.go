@@ -1,12 +1,17 @@
 package agent
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
 
-// byteBudget bounds the bytes of requests read but not yet answered, across
-// all connections, so a flood of large requests slows readers down (TCP
-// backpressure) instead of growing memory without bound. A request larger
-// than the whole budget is still admitted when nothing else holds any, so
-// every valid request can be served.
+// byteBudget bounds the agent's request and flush memory: the bytes of
+// request frames read and still referenced, plus the flushed objects on
+// their way to the bucket. A flood of large requests slows readers down
+// (TCP backpressure) instead of growing memory without bound. A request
+// larger than the whole budget is still admitted when nothing else holds
+// any, so every valid request can be served.
 //
 // State: everything under mu.
 type byteBudget struct {
@@ -14,6 +19,9 @@ type byteBudget struct {
 	freed *sync.Cond
 	limit int64
 	used  int64
+	// onWait, if set, is called (under mu) each time an acquire has to
+	// wait: the agent counts it as backpressure.
+	onWait func()
 }
 
 func newByteBudget(limit int64) *byteBudget {
@@ -27,14 +35,29 @@ func newByteBudget(limit int64) *byteBudget {
 func (b *byteBudget) acquire(n int64, abort func() bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	waited := false
 	for b.used > 0 && b.used+n > b.limit {
 		if abort() {
 			return false
 		}
+		if !waited && b.onWait != nil {
+			b.onWait()
+		}
+		waited = true
 		b.freed.Wait()
 	}
 	b.used += n
 	return true
+}
+
+// take takes n bytes without waiting, even past the limit. A flush uses it
+// for its object: the object replaces the frame bytes it was copied from,
+// which are released right after, so the total stays put; and a flush
+// must never wait for readers, which wait for flushes.
+func (b *byteBudget) take(n int64) {
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
 }
 
 // release returns n bytes.
@@ -53,4 +76,121 @@ func (b *byteBudget) inUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
+}
+
+// heldFrame is one request frame charged to the request budget. It is
+// released — budget returned, buffer recycled — when its last reference
+// goes: the connection holds one until the request is answered, and each
+// produced batch that aliases the frame holds one until the batcher has
+// copied it into its object. So a produce frame is not held through the
+// PUT and commit of its flush (the object copy is charged instead), and an
+// acks=0 produce, answered at once, still holds its frame until its batches
+// are copied.
+type heldFrame struct {
+	budget *byteBudget
+	pool   *bufPool // nil: buf is not recycled
+	buf    []byte
+	size   int64
+	refs   atomic.Int32
+}
+
+func newHeldFrame(budget *byteBudget, pool *bufPool, buf []byte, size int64) *heldFrame {
+	h := &heldFrame{budget: budget, pool: pool, buf: buf, size: size}
+	h.refs.Store(1)
+	return h
+}
+
+func (h *heldFrame) ref() { h.refs.Add(1) }
+
+func (h *heldFrame) unref() {
+	if h.refs.Add(-1) != 0 {
+		return
+	}
+	h.budget.release(h.size)
+	if h.pool != nil {
+		h.pool.put(h.buf)
+	}
+	h.buf = nil
+}
+
+// bufPool recycles the large buffers of the produce path (request frames
+// and flushed objects). A fresh multi-megabyte buffer costs zeroing and
+// page faults, and dropped ones grow the heap between collections; the
+// profile of a closed-loop produce was dominated by both.
+//
+// Buffers come in size classes four per power of two (so at most a quarter
+// of a buffer is slack); the free lists together hold at most max bytes, so
+// the memory the pool keeps idle is a fixed overhead, unlike a sync.Pool's.
+//
+// State: everything under mu.
+type bufPool struct {
+	mu   sync.Mutex
+	free [poolClasses][][]byte
+	held int64
+	max  int64
+}
+
+const (
+	// poolMinShift: buffers under 64 KiB are not worth pooling.
+	poolMinShift = 16
+	poolClasses  = 4 * (31 - poolMinShift)
+)
+
+func newBufPool(max int64) *bufPool { return &bufPool{max: max} }
+
+// poolClass returns the class of a buffer of n bytes and the class's
+// capacity, or -1 when n is not pooled.
+func poolClass(n int) (int, int) {
+	if n < 1<<poolMinShift || n > 1<<30 {
+		return -1, 0
+	}
+	// n lies in (2^e, 2^(e+1)]; quarters of 2^e above it.
+	e := bits.Len(uint(n-1)) - 1
+	q := (n - 1 - 1<<e) >> (e - 2) // 0..3
+	size := 1<<e + (q+1)<<(e-2)
+	c := 4*(e-poolMinShift) + q
+	if c < 0 || c >= poolClasses {
+		return -1, 0
+	}
+	return c, size
+}
+
+// get returns a buffer of length n, recycled when one fits. Its contents
+// are undefined: callers overwrite all of it.
+func (p *bufPool) get(n int) []byte {
+	c, size := poolClass(n)
+	if c < 0 {
+		return make([]byte, n)
+	}
+	p.mu.Lock()
+	// Frames and objects vary in size: a free buffer up to twice the size
+	// (four classes up) serves better than a fresh allocation, which would
+	// add to the heap while idle buffers sit in the pool.
+	for k := c; k < min(c+5, poolClasses); k++ {
+		if l := len(p.free[k]); l > 0 {
+			b := p.free[k][l-1]
+			p.free[k][l-1] = nil
+			p.free[k] = p.free[k][:l-1]
+			p.held -= int64(cap(b))
+			p.mu.Unlock()
+			return b[:n]
+		}
+	}
+	p.mu.Unlock()
+	return make([]byte, n, size)
+}
+
+// put hands b back for reuse; the caller must not touch it afterwards.
+func (p *bufPool) put(b []byte) {
+	c, size := poolClass(cap(b))
+	if c < 0 || size != cap(b) {
+		return // not one of ours: let the collector have it
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held+int64(cap(b)) > p.max {
+		return
+	}
+	p.free[c] = append(p.free[c], b[:0])
+	p.held += int64(cap(b))
 }

@@ -35,8 +35,10 @@ type Config struct {
 
 	// MaxRequestSize bounds one Kafka request frame.
 	MaxRequestSize int32
-	// RequestBufferBytes bounds the bytes of requests read but not yet
-	// answered, over all connections; readers wait beyond it.
+	// RequestBufferBytes bounds the bytes of request frames still
+	// referenced plus flushed objects not yet committed, over all
+	// connections; readers wait beyond it. 0 means BufferBytes, so that
+	// one budget bounds the memory the produce path holds.
 	RequestBufferBytes int64
 	// AutoCreateTopics creates unknown topics named in Metadata requests.
 	AutoCreateTopics bool
@@ -71,7 +73,6 @@ func DefaultConfig() Config {
 		MaxInflightFlushes: 4,
 		BufferBytes:        64 << 20,
 		MaxRequestSize:     kafkaproto.DefaultMaxRequestSize,
-		RequestBufferBytes: 256 << 20,
 		DefaultPartitions:  1,
 		CacheBytes:         256 << 20,
 		HeartbeatInterval:  time.Second,

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,9 @@ type request struct {
 	c   *conn
 	hdr kafkaproto.RequestHeader
 	req kmsg.Request
+	// frame is the request's frame; a produce takes a reference per batch
+	// it hands to the batcher (which aliases the frame).
+	frame *heldFrame
 	// enqueued is the turn of a Produce: wait on prev before enqueueing
 	// batches, close next once they are enqueued (or the request failed).
 	prev <-chan struct{}
@@ -51,11 +55,11 @@ type request struct {
 
 // inflight is a request whose answer the writer waits for.
 type inflight struct {
-	size int64 // frame bytes held in the agent's request budget
-	hdr  kafkaproto.RequestHeader
-	done chan struct{}
-	resp kmsg.Response // nil: send nothing (acks=0 produce)
-	err  error         // non-nil: close the connection
+	frame *heldFrame // the request's frame; the writer drops its reference once answered
+	hdr   kafkaproto.RequestHeader
+	done  chan struct{}
+	resp  kmsg.Response // nil: send nothing (acks=0 produce)
+	err   error         // non-nil: close the connection
 }
 
 func newConn(a *Agent, nc net.Conn) *conn {
@@ -101,30 +105,25 @@ func (c *conn) serve() {
 func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		frame, err := kafkaproto.ReadFrame(br, c.a.cfg.MaxRequestSize)
+		h, frame, err := c.readFrame(br)
 		if err != nil {
 			if errors.Is(err, kafkaproto.ErrFrameTooLarge) {
 				c.log.Warn("closing connection: request too large", "max", c.a.cfg.MaxRequestSize)
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) {
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) && !errors.Is(err, errStopped) {
 				c.log.Debug("read failed", "err", err)
 			}
 			return
 		}
-		c.a.metrics.requestBytes.Add(float64(len(frame) + 4))
-		size := int64(len(frame))
-		if !c.a.reqBudget.acquire(size, c.a.isClosing) {
-			return
-		}
 		hdr, body, err := kafkaproto.ParseRequestHeader(frame)
 		if err != nil {
-			c.a.reqBudget.release(size)
+			h.unref()
 			c.log.Warn("closing connection: malformed request header", "err", err)
 			return
 		}
 		if hdr.ClientID != nil && c.zone == "" {
 			c.zone = zoneFromClientID(*hdr.ClientID)
 		}
-		f := &inflight{size: size, hdr: hdr, done: make(chan struct{})}
+		f := &inflight{frame: h, hdr: hdr, done: make(chan struct{})}
 		if resp, ok := c.unsupported(hdr); ok {
 			f.resp = resp
 			close(f.done)
@@ -136,11 +135,11 @@ func (c *conn) readLoop() {
 		}
 		req, err := kafkaproto.DecodeRequest(hdr, body)
 		if err != nil {
-			c.a.reqBudget.release(size)
+			h.unref()
 			c.log.Warn("closing connection: malformed request", "api_key", hdr.APIKey, "version", hdr.APIVersion, "err", err)
 			return
 		}
-		r := &request{c: c, hdr: hdr, req: req}
+		r := &request{c: c, hdr: hdr, req: req, frame: h}
 		if hdr.APIKey == int16(kmsg.Produce) {
 			r.prev = c.produceTurn
 			r.next = make(chan struct{})
@@ -149,6 +148,58 @@ func (c *conn) readLoop() {
 		c.queue <- f
 		go c.run(r, f)
 	}
+}
+
+// errStopped: the agent is shutting down while a reader waited for budget.
+var errStopped = errors.New("agent is shutting down")
+
+// readFrame reads one size-prefixed request frame, as kafkaproto.ReadFrame
+// does, into a buffer charged to the agent's request budget, taken before
+// the body is read so that readers wait (TCP backpressure) rather than
+// allocate beyond the budget. The body is read straight into one buffer of
+// its size (no growing copies): the budget, not a per-connection growth
+// schedule, is what bounds the memory a peer's size claim can make us
+// hold. As with Kafka's queued.max.request.bytes memory pool, a peer that
+// announces a large frame and sends it slowly holds that much budget
+// meanwhile; the frame size limit bounds how much. Produce frames,
+// the big and frequent ones, use recycled buffers; no other request is
+// known not to keep references into its frame after it is answered.
+func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(br, sz[:]); err != nil {
+		return nil, nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 || n > c.a.cfg.MaxRequestSize {
+		return nil, nil, fmt.Errorf("%w: %d bytes (max %d)", kafkaproto.ErrFrameTooLarge, n, c.a.cfg.MaxRequestSize)
+	}
+	c.a.metrics.requestBytes.Add(float64(n) + 4)
+	if !c.a.reqBudget.acquire(int64(n), c.a.isClosing) {
+		return nil, nil, errStopped
+	}
+	var pool *bufPool
+	if n >= 2 {
+		// The API key leads the header; Peek waits for 2 bytes that are
+		// part of this frame.
+		if k, err := br.Peek(2); err == nil && int16(binary.BigEndian.Uint16(k)) == int16(kmsg.Produce) {
+			pool = c.a.batcher.bufs
+		}
+	}
+	var buf []byte
+	if pool != nil {
+		buf = pool.get(int(n))
+	} else {
+		buf = make([]byte, n)
+	}
+	h := newHeldFrame(c.a.reqBudget, pool, buf, int64(n))
+	if _, err := io.ReadFull(br, buf); err != nil {
+		h.unref()
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, nil, err
+	}
+	return h, buf, nil
 }
 
 // unsupported answers requests at versions we do not handle. It returns
@@ -204,9 +255,9 @@ func (c *conn) writeLoop() {
 	broken := false
 	for f := range c.queue {
 		<-f.done
-		// The request's frame (which produce batches alias) is no longer
-		// needed once answered.
-		c.a.reqBudget.release(f.size)
+		// The request no longer needs its frame once answered (produce
+		// batches still in the batcher hold their own references).
+		f.frame.unref()
 		if broken {
 			continue
 		}

@@ -62,6 +62,12 @@ type Config struct {
 	KeyCompactMaxBytes int64
 	// DeleteBatch bounds the objects GC deletes per round.
 	DeleteBatch int
+	// Busy, if set, reports whether foreground work shares this process
+	// (floe dev's agent producing); while it does, merges pause PaceRatio
+	// times the duration of each step after it (see pacer).
+	Busy func() bool
+	// PaceRatio is the pause per unit of work while Busy; 0 never pauses.
+	PaceRatio float64
 }
 
 // DefaultConfig returns production defaults: WarpStream's fan-in of 32, a

@@ -42,7 +42,13 @@ func (c *Compactor) merges(ctx context.Context, l *lease) error {
 // deletion), the new object is deleted and the job is abandoned; the next
 // round plans again. If the process dies between PUT and swap, the object
 // is an orphan that GC deletes after the grace period.
+//
+// Each step (reading one source, laying out, PUT and swap) is paced (see
+// pacer) so that a merge yields to a busy agent in the same process.
 func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
+	p := c.newPacer()
+	// The swap is the last step; pause after it too, before the next job.
+	defer func() { _ = p.step(ctx) }()
 	start := time.Now()
 	rows, err := c.store.ObjectRows(ctx, job.Keys)
 	if err != nil {
@@ -52,7 +58,7 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 		return nil // unreferenced already; GC marks and deletes them
 	}
 	slices.SortFunc(rows, compareRows)
-	bodies, err := c.readSources(ctx, rows)
+	bodies, err := c.readSources(ctx, rows, p)
 	if err != nil {
 		return err
 	}
@@ -65,6 +71,9 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 	}
 	object, runs := w.Finish()
 	newRows := mergedRows(rows, runs)
+	if err := p.step(ctx); err != nil {
+		return err
+	}
 	key := storage.NewObjectKey()
 	if err := c.bucket.Put(ctx, key, object); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
@@ -109,7 +118,7 @@ type sourceBody struct {
 // readSources GETs, for each source object, the one byte range spanning all
 // its rows: one request per object rather than one per (object,
 // partition), since a merge usually takes every row of its objects.
-func (c *Compactor) readSources(ctx context.Context, rows []metadata.IndexEntry) (map[string]sourceBody, error) {
+func (c *Compactor) readSources(ctx context.Context, rows []metadata.IndexEntry, p *pacer) (map[string]sourceBody, error) {
 	type span struct{ lo, hi int64 }
 	spans := map[string]span{}
 	var order []string
@@ -123,6 +132,9 @@ func (c *Compactor) readSources(ctx context.Context, rows []metadata.IndexEntry)
 	}
 	bodies := make(map[string]sourceBody, len(spans))
 	for _, key := range order {
+		if err := p.step(ctx); err != nil {
+			return nil, err
+		}
 		sp := spans[key]
 		data, err := c.bucket.GetRange(ctx, key, sp.lo, sp.hi-sp.lo)
 		if err != nil {

@@ -25,6 +25,7 @@ type metrics struct {
 	merges         prometheus.Counter
 	mergedObjects  prometheus.Counter
 	mergedBytes    prometheus.Counter
+	pacedSeconds   prometheus.Counter
 	conflicts      prometheus.Counter
 	deleted        *prometheus.CounterVec
 	reclaimedBytes prometheus.Counter
@@ -44,6 +45,7 @@ func newMetrics() *metrics {
 		merges:         prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_merges_total", Help: "Merged objects committed."}),
 		mergedObjects:  prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_merged_source_objects_total", Help: "Source objects replaced by merges."}),
 		mergedBytes:    prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_merged_bytes_total", Help: "Bytes written by merges."}),
+		pacedSeconds:   prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_paced_seconds_total", Help: "Time jobs paused to yield to a busy agent in the same process."}),
 		conflicts:      prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_swap_conflicts_total", Help: "Swaps abandoned because a source row changed meanwhile."}),
 		deleted:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_compactor_deleted_objects_total", Help: "Objects deleted from the bucket, by reason (replaced, orphan)."}, []string{"reason"}),
 		reclaimedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_reclaimed_bytes_total", Help: "Bytes of objects deleted from the bucket."}),
@@ -51,7 +53,7 @@ func newMetrics() *metrics {
 		keyCompactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_key_compactions_total", Help: "Partitions key-compacted."}),
 		removedRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_key_compaction_removed_records_total", Help: "Records removed by key compaction (superseded or expired tombstones)."}),
 	}
-	m.reg.MustRegister(m.jobs, m.objects, m.objectBytes, m.indexRows, m.lag, m.merges, m.mergedObjects, m.mergedBytes,
+	m.reg.MustRegister(m.jobs, m.objects, m.objectBytes, m.indexRows, m.lag, m.merges, m.mergedObjects, m.mergedBytes, m.pacedSeconds,
 		m.conflicts, m.deleted, m.reclaimedBytes, m.logStartMoves, m.keyCompactions, m.removedRecords)
 	return m
 }

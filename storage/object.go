@@ -127,6 +127,28 @@ func (w *ObjectWriter) Batches() int { return len(w.pending) }
 // in body order. Both are freshly allocated and owned by the caller. The
 // writer is reset and may be reused.
 func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
+	return w.FinishInto(nil)
+}
+
+// Size returns the size of the object Finish would return now.
+func (w *ObjectWriter) Size() int64 {
+	return w.bodyLen + int64(w.runCount())*runSize + minObjectSize
+}
+
+func (w *ObjectWriter) runCount() int {
+	// Counting needs the batches grouped by partition; sorting here is
+	// what Finish would do anyway, and a sorted slice sorts fast.
+	w.sort()
+	n := 0
+	for i := range w.pending {
+		if i == 0 || !samePartition(&w.pending[i-1], &w.pending[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *ObjectWriter) sort() {
 	slices.SortFunc(w.pending, func(a, b pendingBatch) int {
 		if c := bytes.Compare(a.topic[:], b.topic[:]); c != 0 {
 			return c
@@ -136,15 +158,23 @@ func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
 		}
 		return cmp.Compare(a.seq, b.seq)
 	})
+}
 
-	nruns := 0
-	for i := range w.pending {
-		if i == 0 || !samePartition(&w.pending[i-1], &w.pending[i]) {
-			nruns++
-		}
-	}
+// FinishInto is Finish writing the object into buf's memory when its
+// capacity suffices (Size tells how much is needed), so that a caller
+// recycling object buffers spares the allocator and the page faults of a
+// fresh multi-megabyte buffer per flush. Every byte of the returned object
+// is written, so buf need not be zeroed. With too small a buf (or nil) it
+// allocates, as Finish does.
+func (w *ObjectWriter) FinishInto(buf []byte) (object []byte, runs []Run) {
+	nruns := w.runCount()
 	runs = make([]Run, 0, nruns)
-	object = make([]byte, w.bodyLen+int64(nruns)*runSize+minObjectSize)
+	size := w.bodyLen + int64(nruns)*runSize + minObjectSize
+	if int64(cap(buf)) >= size {
+		object = buf[:size]
+	} else {
+		object = make([]byte, size)
+	}
 
 	pos := int64(0)
 	for i := range w.pending {

@@ -43,6 +43,7 @@ func (f *compactorFlags) register(fs *flag.FlagSet, prefix string) {
 	fs.Int64Var(&c.DefaultRetentionBytes, prefix+"retention-bytes", c.DefaultRetentionBytes, "broker default of retention.bytes per partition (negative: unlimited)")
 	fs.DurationVar(&c.DefaultDeleteRetention, prefix+"delete-retention", c.DefaultDeleteRetention, "broker default of delete.retention.ms: how long tombstones survive key compaction")
 	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes` that key compaction rewrites (in memory)")
+	fs.Float64Var(&c.PaceRatio, prefix+"pace", c.PaceRatio, "in floe dev, merges pause this many times each step's duration while the agent is producing (0: never)")
 }
 
 func (f *compactorFlags) check() error {
@@ -146,6 +147,8 @@ func devCompactorFlags() *compactorFlags {
 	f.cfg.DefaultRetention = -time.Millisecond
 	f.cfg.Grace = time.Minute
 	f.cfg.Plan.MaxWait = time.Minute
+	// Beside a busy agent, merges take at most a quarter of a core.
+	f.cfg.PaceRatio = 3
 	return f
 }
 

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -240,7 +241,11 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 		defer pprof.StopCPUProfile()
 	}
 
+	// The compactor starts first (its metrics join the agent's) and
+	// yields to the agent once it exists.
+	var ag atomic.Pointer[agent.Agent]
 	if f.compactor != nil {
+		f.compactor.cfg.Busy = func() bool { a := ag.Load(); return a != nil && a.ProduceBusy() }
 		c, err := startCompactor(ctx, f.compactor, store, bucket, log)
 		if err != nil {
 			return err
@@ -249,6 +254,7 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 		f.cfg.ExtraMetrics = c.Gatherer()
 	}
 	a := agent.New(f.cfg, store, bucket, log)
+	ag.Store(a)
 	if err := a.Start(ctx); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -64,10 +66,14 @@ type scenario struct {
 	IdleRSS         float64 `json:"idle_rss_bytes"`
 	// LoadBefore and LoadAfter are /proc/loadavg around the run: other
 	// work on the machine shows up there, and in the figures.
-	LoadBefore string          `json:"loadavg_before"`
-	LoadAfter  string          `json:"loadavg_after"`
-	Results    []*bench.Result `json:"results"`
-	ProfileTop string          `json:"-"`
+	LoadBefore string `json:"loadavg_before"`
+	LoadAfter  string `json:"loadavg_after"`
+	// AgentCPUSeconds is the user+system CPU time the agent process spent
+	// during the floe run (from /proc, 0 if unavailable): per GB produced
+	// it is the cost figure least disturbed by other work on the machine.
+	AgentCPUSeconds float64         `json:"agent_cpu_seconds,omitempty"`
+	Results         []*bench.Result `json:"results"`
+	ProfileTop      string          `json:"-"`
 }
 
 func matrix(d time.Duration) []*scenario {
@@ -306,9 +312,13 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	s.BenchCommand = "floe " + strings.Join(redact(bargs), " ")
 	s.LoadBefore = loadavg()
 	defer func() { s.LoadAfter = loadavg() }()
+	cpuBefore, cpuErr := procCPUSeconds(agent.Process.Pid)
 	if err := runBench(ctx, bin, env, bargs); err != nil {
 		log, _ := os.ReadFile(agentLog.Name())
 		return fmt.Errorf("%w\nagent log:\n%s", err, log)
+	}
+	if cpuAfter, err := procCPUSeconds(agent.Process.Pid); err == nil && cpuErr == nil {
+		s.AgentCPUSeconds = cpuAfter - cpuBefore
 	}
 	if err := stopAgent(); err != nil {
 		return fmt.Errorf("stop agent: %w", err)
@@ -503,4 +513,30 @@ func waitReady(ctx context.Context, httpAddr string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return errors.New("agent not ready after 60s")
+}
+
+// procCPUSeconds returns the user+system CPU time of process pid so far,
+// from /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s: Linux
+// reports USER_HZ, which is 100 on every architecture).
+func procCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields after it are
+	// counted from its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime %q %q", pid, f[11], f[12])
+	}
+	return (utime + stime) / 100, nil
 }

@@ -223,6 +223,10 @@ func renderMarkdown(gen time.Time, m bench.Machine, ss []*scenario, targets []ta
 			w("| %s | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %s | %d |\n", r.Label, r.Produced.RecordsPerS, r.Produced.MBPerS,
 				p, e, puts, bpp, commits, allocs, rss, r.Errors)
 		}
+		if s.AgentCPUSeconds > 0 && len(s.Results) > 0 && s.Results[0].Produced.Bytes > 0 {
+			gb := float64(s.Results[0].Produced.Bytes) / 1e9
+			w("\nAgent CPU during the floe run: %.2f s user+system for %.3f GB produced = **%.1f CPU-s/GB**.\n", s.AgentCPUSeconds, gb, s.AgentCPUSeconds/gb)
+		}
 		w("\nChart: [bench/%s.html](bench/%s.html) · data: [bench/%s.json](bench/%s.json)\n\n", s.Name, s.Name, s.Name, s.Name)
 		if s.ProfileTop != "" {
 			w("CPU profile of the agent process over its whole life in this scenario (the floe run, then idle\n")

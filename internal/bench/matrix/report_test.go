@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 func TestEvaluateTargets(t *testing.T) {
 	l := func(p99 float64) *bench.Latency { return &bench.Latency{Count: 10, P50: p99 / 2, P99: p99, Max: p99} }
 	floe := func(mbps, prodP99, e2eP99 float64) *bench.Result {
-		return &bench.Result{Label: "floe dev", Kind: "kafka", Produced: bench.Throughput{Records: 1000, MBPerS: mbps},
+		return &bench.Result{Label: "floe dev", Kind: "kafka", Produced: bench.Throughput{Records: 1000, Bytes: 5e8, MBPerS: mbps},
 			ProduceLatency: l(prodP99), E2ELatency: l(e2eP99), Storage: &bench.Storage{Mallocs: 500, AllocBytes: 1e6}}
 	}
 	raw := func(mbps, p99 float64) *bench.Result {
@@ -20,7 +21,7 @@ func TestEvaluateTargets(t *testing.T) {
 	}
 	ss := []*scenario{
 		{Name: "pg-minio-max", Results: []*bench.Result{floe(90, 0, 0), raw(100, 50)}},
-		{Name: "dev-max", Results: []*bench.Result{floe(30, 0, 0), {Label: "kfake", Kind: "kafka", Produced: bench.Throughput{MBPerS: 20}}}},
+		{Name: "dev-max", AgentCPUSeconds: 2, Results: []*bench.Result{floe(30, 0, 0), {Label: "kfake", Kind: "kafka", Produced: bench.Throughput{MBPerS: 20}}}},
 		// 250 + 50 + 20 = 320 ms allowed; e2e within 20 ms of produce.
 		{Name: "pg-minio-rate", FlushInterval: 250 * time.Millisecond, Results: []*bench.Result{floe(10, 319, 330), raw(100, 50)}},
 		{Name: "dev-overload", BufferBytes: 16 << 20, IdleRSS: 30 << 20,
@@ -45,7 +46,8 @@ func TestEvaluateTargets(t *testing.T) {
 		}
 	}
 	md := renderMarkdown(time.Unix(0, 0), bench.Machine{CPUs: 2}, ss, evaluate(ss), "BenchmarkX 1 ns/op", time.Second)
-	for _, s := range []string{"## Targets (issue 7)", "| floe dev | 0 | 90.00 |", "BenchmarkX", "bench/dev-overload.html"} {
+	for _, s := range []string{"## Targets (issue 7)", "| floe dev | 0 | 90.00 |", "BenchmarkX", "bench/dev-overload.html",
+		"2.00 s user+system for 0.500 GB produced = **4.0 CPU-s/GB**"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("markdown lacks %q", s)
 		}
@@ -69,5 +71,25 @@ func TestRedact(t *testing.T) {
 	want := []string{"--data-dir", "DIR", "postgres://…", "s3://BUCKET?endpoint=…", "file://DIR", "--rate"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("redact = %v", got)
+	}
+}
+
+func TestProcCPUSeconds(t *testing.T) {
+	before, err := procCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// Burn some CPU; the figure must grow by about as much.
+	start := time.Now()
+	x := 0
+	for time.Since(start) < 300*time.Millisecond {
+		x++
+	}
+	after, err := procCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < 0.1 || d > 5 {
+		t.Fatalf("CPU time grew by %.2f s over 0.3 s of spinning (%d loops)", d, x)
 	}
 }

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/storage"
+	"floe/storage/faulty"
+	"floe/storage/mem"
+)
+
+func TestPoolClass(t *testing.T) {
+	for _, n := range []int{0, 1, 1<<16 - 1, 1 << 16} {
+		if c, _ := poolClass(n); c != -1 {
+			t.Errorf("poolClass(%d) = class %d, want unpooled", n, c)
+		}
+	}
+	prevClass, prevSize := -1, 0
+	for n := 1<<16 + 1; n <= 1<<30; n += n/7 + 1 {
+		c, size := poolClass(n)
+		if c < 0 || c >= poolClasses {
+			t.Fatalf("poolClass(%d) = class %d, out of range", n, c)
+		}
+		if size < n || float64(size) > 1.25*float64(n)+1 {
+			t.Fatalf("poolClass(%d) = capacity %d, want in [n, 1.25n]", n, size)
+		}
+		if c < prevClass || (c == prevClass && size != prevSize) || (c > prevClass && size <= prevSize) {
+			t.Fatalf("poolClass(%d) = (%d, %d) after (%d, %d): classes not monotonic", n, c, size, prevClass, prevSize)
+		}
+		// A buffer of the class's capacity is in the same class, so put
+		// files it where get looks.
+		if c2, size2 := poolClass(size); c2 != c || size2 != size {
+			t.Fatalf("poolClass(%d) = (%d, %d), but its capacity maps to (%d, %d)", n, c, size, c2, size2)
+		}
+		prevClass, prevSize = c, size
+	}
+}
+
+func TestBufPoolReusesAndStaysBounded(t *testing.T) {
+	p := newBufPool(3 << 20)
+	a := p.get(1<<20 + 5)
+	if len(a) != 1<<20+5 {
+		t.Fatalf("len %d, want %d", len(a), 1<<20+5)
+	}
+	p.put(a)
+	b := p.get(1<<20 + 100) // same class
+	if &b[0] != &a[0] {
+		t.Fatal("a buffer of the same class was not reused")
+	}
+	// A larger free buffer (up to twice the size) serves a smaller request.
+	p.put(b)
+	c := p.get(600 << 10)
+	if &c[0] != &a[0] || len(c) != 600<<10 {
+		t.Fatal("a free buffer of a class up to twice the size was not reused")
+	}
+	p.put(c)
+	if d := p.get(300 << 10); &d[0] == &a[0] {
+		t.Fatal("a free buffer over twice the size was handed out")
+	}
+	b = p.get(1<<20 + 100)
+	// Past max, returned buffers are dropped rather than kept.
+	bufs := [][]byte{b, p.get(1 << 20), p.get(1 << 20), p.get(1 << 20), p.get(1 << 20)}
+	for _, x := range bufs {
+		p.put(x)
+	}
+	if p.held > p.max {
+		t.Fatalf("pool keeps %d bytes, more than its max %d", p.held, p.max)
+	}
+	// Foreign and small buffers are not kept.
+	held := p.held
+	p.put(make([]byte, 100))
+	p.put(make([]byte, 1<<20+3))
+	if p.held != held {
+		t.Fatalf("pool kept a buffer it did not hand out: %d -> %d bytes", held, p.held)
+	}
+}
+
+func TestHeldFrameReleasedByLastReference(t *testing.T) {
+	budget := newByteBudget(1 << 20)
+	never := func() bool { return false }
+	if !budget.acquire(1000, never) {
+		t.Fatal("acquire refused")
+	}
+	h := newHeldFrame(budget, nil, make([]byte, 1000), 1000)
+	h.ref()
+	h.ref()
+	h.unref()
+	h.unref()
+	if budget.inUse() != 1000 {
+		t.Fatalf("in use %d with one reference left, want 1000", budget.inUse())
+	}
+	h.unref()
+	if budget.inUse() != 0 {
+		t.Fatalf("in use %d after the last reference, want 0", budget.inUse())
+	}
+}
+
+// TestAcksZeroFrameHeldUntilCopied: an acks=0 produce is answered (with
+// nothing) at once, but its batch still aliases the request frame until
+// the flush copies it; the frame used to leave the request budget with the
+// answer, so memory held by acks=0 producers went uncounted. Now the frame
+// is charged until the copy, then the object is charged until it is
+// committed, and the budget is empty once the flush is done.
+func TestAcksZeroFrameHeldUntilCopied(t *testing.T) {
+	bucket := &faulty.Bucket{Bucket: mem.New(), Latency: 300 * time.Millisecond}
+	ta := newTestAgent(t, bucket, func(c *Config) { c.FlushInterval = time.Hour })
+	cl := ta.client(t)
+	ta.createTopic(t, cl, "acks0", 1)
+
+	batch := testBatch(t, 3)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = 0
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "acks0"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	// franz-go answers acks=0 only through its producer; write the frame
+	// by hand: Produce v8 (request header v1), as a client would.
+	req.Version = 8
+	body := req.AppendTo(nil)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(2+2+4+2+len(body)))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(kmsg.Produce))
+	frame = binary.BigEndian.AppendUint16(frame, 8)
+	frame = binary.BigEndian.AppendUint32(frame, 1)      // correlation id
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
+	frame = append(frame, body...)
+	nc, err := net.Dial("tcp", ta.KafkaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s (request budget in use: %d)", what, ta.reqBudget.inUse())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	pending := func() int64 {
+		ta.batcher.mu.Lock()
+		defer ta.batcher.mu.Unlock()
+		return ta.batcher.pending
+	}
+	waitFor("the batch is pending", func() bool { return pending() == int64(len(batch)) })
+	// Answered, not yet flushed: the frame (larger than its batch) is
+	// still charged.
+	time.Sleep(20 * time.Millisecond)
+	if got := ta.reqBudget.inUse(); got <= int64(len(batch)) {
+		t.Fatalf("request budget holds %d bytes while an acks=0 batch of %d is pending, want its whole frame", got, len(batch))
+	}
+
+	ta.batcher.cut(0)
+	// During the slow PUT only the object is charged: batch, one run and
+	// the fixed footer.
+	ow := storage.NewObjectWriter()
+	ow.Add(storage.TopicID{}, 0, batch, 3, 0, 0)
+	objectSize := ow.Size()
+	waitFor("only the object is charged", func() bool { return ta.reqBudget.inUse() == objectSize })
+	waitFor("the flush is done and the budget empty", func() bool {
+		ta.batcher.mu.Lock()
+		defer ta.batcher.mu.Unlock()
+		return ta.batcher.buffered == 0 && ta.reqBudget.inUse() == 0
+	})
+}

@@ -2,11 +2,13 @@ package agent
 
 // Metadata (key 3), versions 0–12.
 //
-// Brokers are the live agents. Any agent can serve any partition; each
-// partition's "leader" is picked by hashing the topic and partition over the
-// live agents (over those in the client's zone when its client id names one
-// with floe_az=ZONE), which spreads clients' connections. Every partition has
-// leader epoch 0 and its leader as sole replica and ISR.
+// Brokers are the live agents, then for a while the node ids of departed
+// agents at live agents' addresses (departed.go). Any agent can serve any
+// partition; each partition's "leader" is picked by hashing the topic and
+// partition over the live agents (over those in the client's zone when its
+// client id names one with floe_az=ZONE), which spreads clients'
+// connections. Every partition has leader epoch 0 and its leader as sole
+// replica and ISR.
 //
 // Unknown topics are created when the agent allows auto-creation and the
 // request does (v4+ AllowAutoTopicCreation; always below v4, as in Kafka).
@@ -41,6 +43,16 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 		b.NodeID, b.Host, b.Port = l.NodeID, l.Host, l.Port
 		if l.Zone != "" {
 			z := l.Zone
+			b.Rack = &z
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	// Departed agents' node ids, at live agents' addresses (departed.go).
+	for _, d := range a.departedBrokers(live, r.c.zone) {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = d.NodeID, d.Host, d.Port
+		if d.Zone != "" {
+			z := d.Zone
 			b.Rack = &z
 		}
 		resp.Brokers = append(resp.Brokers, b)

@@ -54,6 +54,8 @@ type Agent struct {
 
 	viewMu sync.Mutex
 	live   []metadata.Agent // last known live agents, sorted by NodeID
+	// departed: node ids that left live, and when (departed.go).
+	departed map[int32]time.Time
 
 	stopping chan struct{} // closed when Close begins: long polls return early
 
@@ -330,6 +332,7 @@ func (a *Agent) refreshLive(ctx context.Context) error {
 		return fmt.Errorf("list live agents: %w", err)
 	}
 	a.viewMu.Lock()
+	a.noteDepartedLocked(a.live, live, time.Now())
 	a.live = live
 	a.viewMu.Unlock()
 	a.metrics.liveAgents.Set(float64(len(live)))

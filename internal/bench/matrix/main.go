@@ -71,9 +71,17 @@ type scenario struct {
 	// AgentCPUSeconds is the user+system CPU time the agent process spent
 	// during the floe run (from /proc, 0 if unavailable): per GB produced
 	// it is the cost figure least disturbed by other work on the machine.
-	AgentCPUSeconds float64         `json:"agent_cpu_seconds,omitempty"`
-	Results         []*bench.Result `json:"results"`
-	ProfileTop      string          `json:"-"`
+	AgentCPUSeconds float64 `json:"agent_cpu_seconds,omitempty"`
+	// BenchCPUSeconds is the load generator's (the floe bench process)
+	// over the same run, and MachineCPUSeconds every core's busy time
+	// (/proc/stat): what is left is the stores (MinIO, PostgreSQL) and
+	// anything else running. MachineCPUAvailable is cores × wall time, so
+	// busy/available near 1 means the run was CPU-bound.
+	BenchCPUSeconds     float64         `json:"bench_cpu_seconds,omitempty"`
+	MachineCPUSeconds   float64         `json:"machine_cpu_seconds,omitempty"`
+	MachineCPUAvailable float64         `json:"machine_cpu_available_seconds,omitempty"`
+	Results             []*bench.Result `json:"results"`
+	ProfileTop          string          `json:"-"`
 }
 
 func matrix(d time.Duration) []*scenario {
@@ -313,13 +321,19 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	s.LoadBefore = loadavg()
 	defer func() { s.LoadAfter = loadavg() }()
 	cpuBefore, cpuErr := procCPUSeconds(agent.Process.Pid)
-	if err := runBench(ctx, bin, env, bargs); err != nil {
+	busyBefore, totalBefore, machineErr := machineCPUSeconds()
+	benchCPU, err := runBench(ctx, bin, env, bargs)
+	if err != nil {
 		log, _ := os.ReadFile(agentLog.Name())
 		return fmt.Errorf("%w\nagent log:\n%s", err, log)
 	}
 	if cpuAfter, err := procCPUSeconds(agent.Process.Pid); err == nil && cpuErr == nil {
 		s.AgentCPUSeconds = cpuAfter - cpuBefore
 	}
+	if busyAfter, totalAfter, err := machineCPUSeconds(); err == nil && machineErr == nil {
+		s.MachineCPUSeconds, s.MachineCPUAvailable = busyAfter-busyBefore, totalAfter-totalBefore
+	}
+	s.BenchCPUSeconds = benchCPU
 	if err := stopAgent(); err != nil {
 		return fmt.Errorf("stop agent: %w", err)
 	}
@@ -338,7 +352,7 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 		basePath := filepath.Join(tmp, s.Name+"-baselines.json")
 		bb := append([]string{"bench", mode, "--baselines-only", "--json", basePath}, base...)
 		s.BaselineCommand = "floe " + strings.Join(redact(bb), " ")
-		if err := runBench(ctx, bin, env, bb); err != nil {
+		if _, err := runBench(ctx, bin, env, bb); err != nil {
 			return err
 		}
 		brep, err := readReport(basePath)
@@ -373,14 +387,15 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	return nil
 }
 
-func runBench(ctx context.Context, bin string, env, args []string) error {
+// runBench runs `floe bench …` and returns the CPU time it used.
+func runBench(ctx context.Context, bin string, env, args []string) (float64, error) {
 	b := exec.CommandContext(ctx, bin, args...)
 	b.Env = append(os.Environ(), env...)
 	b.Stdout, b.Stderr = os.Stderr, os.Stderr
 	if err := b.Run(); err != nil {
-		return fmt.Errorf("floe %s: %w", strings.Join(args[:2], " "), err)
+		return 0, fmt.Errorf("floe %s: %w", strings.Join(args[:2], " "), err)
 	}
-	return nil
+	return (b.ProcessState.UserTime() + b.ProcessState.SystemTime()).Seconds(), nil
 }
 
 func readReport(path string) (*bench.Report, error) {
@@ -539,4 +554,28 @@ func procCPUSeconds(pid int) (float64, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime %q %q", pid, f[11], f[12])
 	}
 	return (utime + stime) / 100, nil
+}
+
+// machineCPUSeconds returns the busy and total CPU time of all cores so far,
+// from the first line of /proc/stat (user nice system idle iowait irq
+// softirq steal, in USER_HZ ticks); idle and iowait are not busy.
+func machineCPUSeconds() (busy, total float64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks [8]float64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseFloat(f[i+1], 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += ticks[i]
+	}
+	busy = total - ticks[3] - ticks[4]
+	return busy / 100, total / 100, nil
 }

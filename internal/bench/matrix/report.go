@@ -226,6 +226,12 @@ func renderMarkdown(gen time.Time, m bench.Machine, ss []*scenario, targets []ta
 		if s.AgentCPUSeconds > 0 && len(s.Results) > 0 && s.Results[0].Produced.Bytes > 0 {
 			gb := float64(s.Results[0].Produced.Bytes) / 1e9
 			w("\nAgent CPU during the floe run: %.2f s user+system for %.3f GB produced = **%.1f CPU-s/GB**.\n", s.AgentCPUSeconds, gb, s.AgentCPUSeconds/gb)
+			if s.MachineCPUAvailable > 0 {
+				rest := s.MachineCPUSeconds - s.AgentCPUSeconds - s.BenchCPUSeconds
+				w("Whole machine over the same run: %.1f of %.1f CPU-s busy (%.0f%%): agent %.1f, load generator %.1f, stores and everything else %.1f.\n",
+					s.MachineCPUSeconds, s.MachineCPUAvailable, 100*s.MachineCPUSeconds/s.MachineCPUAvailable,
+					s.AgentCPUSeconds, s.BenchCPUSeconds, rest)
+			}
 		}
 		w("\nChart: [bench/%s.html](bench/%s.html) · data: [bench/%s.json](bench/%s.json)\n\n", s.Name, s.Name, s.Name, s.Name)
 		if s.ProfileTop != "" {

@@ -93,3 +93,23 @@ func TestProcCPUSeconds(t *testing.T) {
 		t.Fatalf("CPU time grew by %.2f s over 0.3 s of spinning (%d loops)", d, x)
 	}
 }
+
+func TestMachineCPUSeconds(t *testing.T) {
+	busy0, total0, err := machineCPUSeconds()
+	if err != nil {
+		t.Skipf("no /proc/stat: %v", err)
+	}
+	start := time.Now()
+	x := 0
+	for time.Since(start) < 300*time.Millisecond {
+		x++
+	}
+	busy1, total1, err := machineCPUSeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This process alone kept one core busy for 0.3 s.
+	if db, dt := busy1-busy0, total1-total0; db < 0.1 || db > dt || dt < 0.25 {
+		t.Fatalf("machine busy grew by %.2f s of %.2f s over 0.3 s of spinning (%d loops)", db, dt, x)
+	}
+}

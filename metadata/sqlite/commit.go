@@ -13,7 +13,8 @@ import (
 
 // CommitObject implements metadata.Store in one IMMEDIATE transaction. The
 // file-wide write lock makes the per-partition lock order moot here, but
-// partitions are still visited in sorted order to match the interface.
+// partitions are still visited in sorted order to match the interface. All
+// its statements are prepared once per Store (stmts.go).
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
 	if err := obj.Validate(); err != nil {
 		return nil, err
@@ -22,8 +23,8 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 		exists      bool
 		next, maxTS int64
 	}
-	parts := map[sqlutil.RunKey]*state{}
-	var keys []sqlutil.RunKey
+	parts := make(map[sqlutil.RunKey]*state, len(obj.Runs))
+	keys := make([]sqlutil.RunKey, 0, len(obj.Runs))
 	for _, r := range obj.Runs {
 		k := sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}
 		if _, ok := parts[k]; !ok {
@@ -34,47 +35,39 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 
 	results := make([]metadata.RunResult, len(obj.Runs))
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		// Prepared once per commit: modernc compiles every unprepared
-		// statement anew, which dominates a commit of hundreds of runs.
-		sel, err := tx.PrepareContext(ctx, `SELECT next_offset, max_timestamp FROM partitions WHERE topic_id = ? AND part = ?`)
-		if err != nil {
-			return err
-		}
-		defer sel.Close()
-		for _, k := range keys {
-			st := parts[k]
-			err := sel.QueryRowContext(ctx, k.Topic[:], k.Partition).Scan(&st.next, &st.maxTS)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
+	err := s.writeStmtTx(ctx, func(t *wtx) error {
+		// Keys are sorted, so each topic's keys are adjacent: read each
+		// topic's partitions from the first to the last committed one in
+		// one statement.
+		for i := 0; i < len(keys); {
+			j := i + 1
+			for j < len(keys) && keys[j].Topic == keys[i].Topic {
+				j++
 			}
-			if err != nil {
+			if err := readPartitions(t, keys[i].Topic, keys[i].Partition, keys[j-1].Partition, func(part int32, next, maxTS int64) {
+				if st := parts[sqlutil.RunKey{Topic: keys[i].Topic, Partition: part}]; st != nil {
+					*st = state{exists: true, next: next, maxTS: maxTS}
+				}
+			}); err != nil {
 				return err
 			}
-			st.exists = true
+			i = j
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO objects (key, size, agent_id, created_at) VALUES (?, ?, ?, ?)`,
-			obj.Key, obj.Size, obj.AgentID, s.now().UnixMilli()); err != nil {
+		now := s.now().UnixMilli()
+		if err := t.exec(stInsertObject, obj.Key, obj.Size, obj.AgentID, now); err != nil {
 			return err
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO object_index
-			(topic_id, part, base_offset, end_offset, object_key, byte_offset, byte_length, batches, min_ts, max_ts)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
 		for i, r := range obj.Runs {
 			st := parts[sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}]
 			if !st.exists {
 				results[i] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
 				continue
 			}
-			states, err := loadProducerStates(ctx, tx, r)
+			states, err := loadProducerStates(t, r)
 			if err != nil {
 				return err
 			}
-			txns, err := loadTxns(ctx, tx, r)
+			txns, err := loadTxns(t, r)
 			if err != nil {
 				return err
 			}
@@ -84,39 +77,54 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 			results[i] = metadata.RunResult{BaseOffset: base, Batches: batches}
 			for _, sg := range segs {
 				st.maxTS = max(st.maxTS, sg.MaxTimestamp)
-				if _, err := ins.ExecContext(ctx, r.TopicID[:], r.Partition, sg.BaseOffset, sg.EndOffset, obj.Key,
+				if err := t.exec(stInsertIndex, r.TopicID[:], r.Partition, sg.BaseOffset, sg.EndOffset, obj.Key,
 					sg.ByteOffset, sg.ByteLength, sg.Batches, sg.MinTimestamp, sg.MaxTimestamp); err != nil {
 					return err
 				}
 			}
-			if err := saveProducerStates(ctx, tx, r, states, s.now().UnixMilli()); err != nil {
+			if err := saveProducerStates(t, r, states, now); err != nil {
 				return err
 			}
-			if err := saveTxns(ctx, tx, r, txns, aborted); err != nil {
+			if err := saveTxns(t, r, txns, aborted); err != nil {
 				return err
 			}
 		}
-		upd, err := tx.PrepareContext(ctx, `UPDATE partitions SET next_offset = ?, max_timestamp = ? WHERE topic_id = ? AND part = ?`)
-		if err != nil {
-			return err
-		}
-		defer upd.Close()
 		for _, k := range keys {
 			st := parts[k]
 			if !st.exists {
 				continue
 			}
-			if _, err := upd.ExecContext(ctx, st.next, st.maxTS, k.Topic[:], k.Partition); err != nil {
+			if err := t.exec(stUpdatePartition, st.next, st.maxTS, k.Topic[:], k.Partition); err != nil {
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'commits'`)
-		return err
+		return t.exec(stCountCommit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
 	}
 	return results, nil
+}
+
+// readPartitions calls fn with the state of each existing partition of
+// topic numbered from first to last.
+func readPartitions(t *wtx, topic metadata.TopicID, first, last int32, fn func(part int32, next, maxTS int64)) error {
+	rows, err := t.stmt(stPartitionRange).QueryContext(t.ctx, topic[:], first, last)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			part        int32
+			next, maxTS int64
+		)
+		if err := rows.Scan(&part, &next, &maxTS); err != nil {
+			return err
+		}
+		fn(part, next, maxTS)
+	}
+	return rows.Err()
 }
 
 // CommitCount implements metadata.Store.

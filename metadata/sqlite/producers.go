@@ -43,7 +43,7 @@ func (s *Store) InitProducerID(ctx context.Context, producerID int64, epoch int1
 }
 
 // loadProducerStates reads the states of the producers in r's batch list.
-func loadProducerStates(ctx context.Context, tx *sql.Tx, r metadata.RunCommit) (map[int64]*metadata.ProducerState, error) {
+func loadProducerStates(t *wtx, r metadata.RunCommit) (map[int64]*metadata.ProducerState, error) {
 	states := make(map[int64]*metadata.ProducerState)
 	for _, b := range r.BatchList {
 		if b.ProducerID < 0 {
@@ -54,8 +54,7 @@ func loadProducerStates(ctx context.Context, tx *sql.Tx, r metadata.RunCommit) (
 		}
 		var epoch int16
 		var raw string
-		err := tx.QueryRowContext(ctx, `SELECT epoch, batches FROM producer_state WHERE topic_id = ? AND part = ? AND producer_id = ?`,
-			r.TopicID[:], r.Partition, b.ProducerID).Scan(&epoch, &raw)
+		err := t.stmt(stProducerState).QueryRowContext(t.ctx, r.TopicID[:], r.Partition, b.ProducerID).Scan(&epoch, &raw)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -72,16 +71,13 @@ func loadProducerStates(ctx context.Context, tx *sql.Tx, r metadata.RunCommit) (
 }
 
 // saveProducerStates writes back the states PlanRun updated.
-func saveProducerStates(ctx context.Context, tx *sql.Tx, r metadata.RunCommit, states map[int64]*metadata.ProducerState, now int64) error {
+func saveProducerStates(t *wtx, r metadata.RunCommit, states map[int64]*metadata.ProducerState, now int64) error {
 	for pid, st := range states {
 		raw, err := sqlutil.EncodeProducerState(st)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO producer_state (topic_id, part, producer_id, epoch, batches, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (topic_id, part, producer_id) DO UPDATE SET epoch = excluded.epoch, batches = excluded.batches, updated_at = excluded.updated_at`,
-			r.TopicID[:], r.Partition, pid, st.Epoch, raw, now); err != nil {
+		if err := t.exec(stSaveProducerState, r.TopicID[:], r.Partition, pid, st.Epoch, raw, now); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,10 @@
 // transactions, so they are serialized inside the process and, through the
 // file lock and busy_timeout, against any other process sharing the file.
 // Reads use a separate pool of query-only connections; WAL mode lets them run
-// beside the writer and see only committed state. Times come from the Go
+// beside the writer and see only committed state. The flush commit's
+// statements are prepared once on the writer connection (stmts.go), and a
+// third connection checkpoints the WAL in the background (checkpoint.go), so
+// a commit neither compiles SQL nor copies the WAL back. Times come from the Go
 // clock of the process (unix milliseconds), which is the store's clock because
 // an SQLite file is used by one host.
 //
@@ -21,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"floe/metadata"
 	"floe/metadata/internal/sqlutil"
@@ -42,6 +45,10 @@ type Store struct {
 	w *sql.DB
 	// r holds query-only connections for reads that need no write lock.
 	r *sql.DB
+	// stmts are the commit path's statements, prepared on w (stmts.go).
+	stmts [numStmts]*sql.Stmt
+	// ckpt checkpoints the WAL in the background; nil during migrations.
+	ckpt *checkpointer
 	// now is the store's clock; tests of this package may replace it.
 	now func() time.Time
 }
@@ -54,10 +61,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open sqlite %q: path must be non-empty and contain no '?' or '#'", path)
 	}
+	// fdatasync(2) makes a commit as durable as fsync(2) but skips the
+	// timestamp update fsync forces through the ext4 journal; SQLite's own
+	// Linux builds use it, modernc's transpiled one must be told to.
+	// The switch is process-wide; where it is unavailable fsync stays.
+	msqlite.Fdatasync(true)
 	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeoutMillis)
 	// synchronous(FULL): a commit acknowledged to a producer must survive a
-	// power loss, which WAL's usual NORMAL does not promise.
-	w, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+	// power loss, which WAL's usual NORMAL does not promise (it syncs the
+	// WAL only at checkpoints): the acknowledged object is synced to the
+	// bucket, and losing its index rows would lose acked records. With
+	// fdatasync and checkpoints off the commit path (checkpoint.go) a
+	// commit syncs only its own WAL frames (about 32 for a 16-partition
+	// flush); NORMAL would save about 0.3 ms of a 1 ms commit.
+	w, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"+
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", backstopCheckpointPages)+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -70,25 +88,50 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	if err := s.prepare(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
+		s.closeStmts()
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	if err := r.PingContext(ctx); err != nil {
+		s.closeStmts()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	s.r = r
+	// The checkpointer's own connection: a checkpoint writes the database
+	// file, which the query-only readers may not, and must not wait for
+	// the writer's connection. synchronous(FULL) syncs the WAL before
+	// copying it back and the database file after.
+	c, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=synchronous(FULL)")
+	if err == nil {
+		c.SetMaxOpenConns(1)
+		err = c.PingContext(ctx)
+		if err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		s.closeStmts()
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	s.ckpt = startCheckpointer(c)
 	return s, nil
 }
 
-// Close closes both connection pools.
+// Close stops the background checkpoints and closes the connection pools.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.ckpt.close(), s.r.Close(), s.closeStmts(), s.w.Close())
 }
 
 // migrate applies the embedded migrations in order, each in its own
@@ -138,7 +181,13 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if s.ckpt != nil {
+		s.ckpt.writes.Add(1)
+	}
+	return nil
 }
 
 // readTx runs fn in one read transaction, so its queries see one snapshot.

@@ -233,7 +233,7 @@ func (s *Store) PendingTxnPartitions(ctx context.Context, group string) ([]metad
 
 // loadTxns reads the open transactions of r's partition for the producers
 // of its transactional batches and markers (nil if it has none).
-func loadTxns(ctx context.Context, tx *sql.Tx, r metadata.RunCommit) (map[int64]*metadata.PartitionTxn, error) {
+func loadTxns(t *wtx, r metadata.RunCommit) (map[int64]*metadata.PartitionTxn, error) {
 	if !r.Transactional() {
 		return nil, nil
 	}
@@ -244,42 +244,38 @@ func loadTxns(ctx context.Context, tx *sql.Tx, r metadata.RunCommit) (map[int64]
 		}
 		var epoch int16
 		var first sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT epoch, first_offset FROM txn_partitions WHERE topic_id = ? AND part = ? AND producer_id = ?`,
-			r.TopicID[:], r.Partition, b.ProducerID).Scan(&epoch, &first)
+		err := t.stmt(stTxnPartition).QueryRowContext(t.ctx, r.TopicID[:], r.Partition, b.ProducerID).Scan(&epoch, &first)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		t := &metadata.PartitionTxn{Epoch: epoch, FirstOffset: -1}
+		pt := &metadata.PartitionTxn{Epoch: epoch, FirstOffset: -1}
 		if first.Valid {
-			t.FirstOffset = first.Int64
+			pt.FirstOffset = first.Int64
 		}
-		txns[b.ProducerID] = t
+		txns[b.ProducerID] = pt
 	}
 	return txns, nil
 }
 
 // saveTxns writes back what PlanTxnRun changed.
-func saveTxns(ctx context.Context, tx *sql.Tx, r metadata.RunCommit, txns map[int64]*metadata.PartitionTxn, aborted []metadata.AbortedTxn) error {
-	for pid, t := range txns {
+func saveTxns(t *wtx, r metadata.RunCommit, txns map[int64]*metadata.PartitionTxn, aborted []metadata.AbortedTxn) error {
+	for pid, pt := range txns {
 		var err error
 		switch {
-		case t.Closed:
-			_, err = tx.ExecContext(ctx, `DELETE FROM txn_partitions WHERE topic_id = ? AND part = ? AND producer_id = ?`,
-				r.TopicID[:], r.Partition, pid)
-		case t.Changed:
-			_, err = tx.ExecContext(ctx, `UPDATE txn_partitions SET first_offset = ? WHERE topic_id = ? AND part = ? AND producer_id = ?`,
-				t.FirstOffset, r.TopicID[:], r.Partition, pid)
+		case pt.Closed:
+			err = t.exec(stDeleteTxnPartition, r.TopicID[:], r.Partition, pid)
+		case pt.Changed:
+			err = t.exec(stUpdateTxnPartition, pt.FirstOffset, r.TopicID[:], r.Partition, pid)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	for _, a := range aborted {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO txn_aborted (topic_id, part, first_offset, producer_id, last_offset)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.TopicID[:], r.Partition, a.FirstOffset, a.ProducerID, a.LastOffset); err != nil {
+		if err := t.exec(stInsertTxnAborted, r.TopicID[:], r.Partition, a.FirstOffset, a.ProducerID, a.LastOffset); err != nil {
 			return err
 		}
 	}

@@ -3,14 +3,20 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"floe/metadata"
 )
 
 // Bench measures CommitObject with 1 and 500 runs per object (one run per
-// partition of a 500-partition topic); ns/op is the latency of one commit
-// from a single caller. open must return a new, empty store.
+// partition of a 500-partition topic), and a typical `floe dev` flush: 16
+// partitions, one run each, holding one batch of each of two producers
+// (`floe bench produce --partitions 16 --producers 2`), plain and
+// idempotent, where every commit also reads and writes producer state.
+// ns/op is the latency of one commit from a single caller; p50-ns and
+// p99-ns its distribution. open must return a new, empty store.
 func Bench(b *testing.B, open func(b *testing.B) metadata.Store) {
 	for _, runs := range []int{1, 500} {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
@@ -34,4 +40,70 @@ func Bench(b *testing.B, open func(b *testing.B) metadata.Store) {
 			}
 		})
 	}
+	b.Run("flush=16x2", func(b *testing.B) { benchFlush(b, open(b), 16, 2, false) })
+	b.Run("flush=16x2idempotent", func(b *testing.B) { benchFlush(b, open(b), 16, 2, true) })
+}
+
+// benchFlush commits objects of one run per partition, each run holding
+// one 10-record batch per producer; idempotent producers' sequences advance
+// from commit to commit, as their flushes do.
+func benchFlush(b *testing.B, s metadata.Store, partitions, producers int, idempotent bool) {
+	ctx := context.Background()
+	tp, err := s.CreateTopic(ctx, "bench", int32(partitions), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps, ok := s.(metadata.ProducerStore)
+	if !ok {
+		b.Skip("store has no producer ids")
+	}
+	pids := make([]int64, producers)
+	for i := range pids {
+		pids[i] = -1
+		if !idempotent {
+			continue
+		}
+		if pids[i], _, err = ps.InitProducerID(ctx, -1, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const batchRecords, batchBytes = 10, 10 * 1024
+	obj := metadata.ObjectCommit{AgentID: "bench", Runs: make([]metadata.RunCommit, partitions)}
+	for i := range obj.Runs {
+		r := metadata.RunCommit{TopicID: tp.ID, Partition: int32(i), ByteOffset: obj.Size,
+			ByteLength: int64(producers) * batchBytes, Batches: int32(producers), Records: int64(producers) * batchRecords,
+			MinTimestamp: 1, MaxTimestamp: 2, BatchList: make([]metadata.BatchCommit, producers)}
+		for j := range r.BatchList {
+			r.BatchList[j] = metadata.BatchCommit{ByteLength: batchBytes, Records: batchRecords,
+				MinTimestamp: 1, MaxTimestamp: 2, ProducerID: pids[j]}
+		}
+		obj.Runs[i] = r
+		obj.Size += r.ByteLength
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		obj.Key = fmt.Sprintf("bench-%d", i)
+		start := time.Now()
+		res, err := s.CommitObject(ctx, obj)
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			for _, br := range r.Batches {
+				if br.Err != nil || br.Duplicate {
+					b.Fatalf("commit %d: batch result %+v", i, br)
+				}
+			}
+		}
+		for _, r := range obj.Runs {
+			for j := range r.BatchList {
+				r.BatchList[j].BaseSequence += batchRecords
+			}
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
 }

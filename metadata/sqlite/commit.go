@@ -156,7 +156,12 @@ func scanEntry(row interface{ Scan(...any) error }) (metadata.IndexEntry, error)
 func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition int32, offset int64, maxBytes int64, limit int) ([]metadata.IndexEntry, error) {
 	var out []metadata.IndexEntry
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		p, err := partitionState(ctx, tx, topic, partition)
+		p := metadata.PartitionState{Partition: partition}
+		err := tx.StmtContext(ctx, s.rstmts[rsPartitionState]).QueryRowContext(ctx, topic[:], partition).
+			Scan(&p.LogStartOffset, &p.NextOffset, &p.MaxTimestamp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return metadata.ErrUnknownTopic
+		}
 		if err != nil {
 			return err
 		}
@@ -170,13 +175,7 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 		if limit <= 0 {
 			sqlLimit = -1
 		}
-		// The inner max() finds the entry containing offset through the
-		// primary key; the outer scan then walks forward from it.
-		rows, err := tx.QueryContext(ctx, `SELECT `+indexColumns+` FROM object_index
-			WHERE topic_id = ?1 AND part = ?2 AND end_offset > ?3
-			  AND base_offset >= coalesce((SELECT max(base_offset) FROM object_index
-			                               WHERE topic_id = ?1 AND part = ?2 AND base_offset <= ?3), ?3)
-			ORDER BY base_offset LIMIT ?4`, topic[:], partition, offset, sqlLimit)
+		rows, err := tx.StmtContext(ctx, s.rstmts[rsLookup]).QueryContext(ctx, topic[:], partition, offset, sqlLimit)
 		if err != nil {
 			return err
 		}

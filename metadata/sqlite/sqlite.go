@@ -47,6 +47,8 @@ type Store struct {
 	r *sql.DB
 	// stmts are the commit path's statements, prepared on w (stmts.go).
 	stmts [numStmts]*sql.Stmt
+	// rstmts are the fetch path's statements, prepared on r (stmts.go).
+	rstmts [numReadStmts]*sql.Stmt
 	// ckpt checkpoints the WAL in the background; nil during migrations.
 	ckpt *checkpointer
 	// now is the store's clock; tests of this package may replace it.
@@ -88,25 +90,24 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	if err := s.prepare(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
 	r, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
-		s.closeStmts()
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	if err := r.PingContext(ctx); err != nil {
-		s.closeStmts()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	s.r = r
+	if err := s.prepare(ctx); err != nil { // closes what it prepared on failure
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	// The checkpointer's own connection: a checkpoint writes the database
 	// file, which the query-only readers may not, and must not wait for
 	// the writer's connection. synchronous(FULL) syncs the WAL before
@@ -393,14 +394,13 @@ func (s *Store) Partitions(ctx context.Context, topic metadata.TopicID) ([]metad
 	var ps []metadata.PartitionState
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM topics WHERE id = ?`, topic[:]).Scan(&n); err != nil {
+		if err := tx.StmtContext(ctx, s.rstmts[rsTopicExists]).QueryRowContext(ctx, topic[:]).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
 			return metadata.ErrUnknownTopic
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT part, log_start_offset, next_offset, max_timestamp
-			FROM partitions WHERE topic_id = ? ORDER BY part`, topic[:])
+		rows, err := tx.StmtContext(ctx, s.rstmts[rsPartitionsOf]).QueryContext(ctx, topic[:])
 		if err != nil {
 			return err
 		}

@@ -116,6 +116,7 @@ func run() error {
 	floeBin := flag.String("floe", "bin/floe", "the floe `binary` to benchmark")
 	out := flag.String("out", "docs", "`directory` for benchmarks.md; results go to DIR/bench/")
 	dur := flag.Duration("duration", 10*time.Second, "sending time of each run")
+	settle := flag.Duration("settle", 20*time.Second, "pause between scenarios, after dropping the last one's data, for the disk to settle")
 	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
 	flag.Parse()
 	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -156,9 +157,10 @@ func run() error {
 		// The scenario before wrote gigabytes (its agent and its raw-PUT
 		// baseline): drop them and wait for the kernel to write back what
 		// is dirty, or its writeback stalls this scenario's fsyncs (the
-		// dev-rate p99 read 203 ms right after dev-max, 41 ms alone).
+		// dev-rate p99 read 203-323 ms right after dev-max, 46-65 ms alone or
+		// after a 20 s pause).
 		if i > 0 {
-			quietDisk(tmp)
+			quietDisk(tmp, *settle)
 		}
 		if err := runScenario(ctx, bin, tmp, resDir, fmt.Sprint(i), s, pgMinio); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
@@ -589,8 +591,8 @@ func machineCPUSeconds() (busy, total float64, err error) {
 
 // quietDisk removes the data earlier scenarios left under tmp (agent data
 // directories and raw-PUT buckets; the MinIO and PostgreSQL servers' own
-// directories stay) and flushes dirty pages to disk.
-func quietDisk(tmp string) {
+// directories stay), flushes dirty pages to disk and waits settle.
+func quietDisk(tmp string, settle time.Duration) {
 	entries, _ := os.ReadDir(tmp)
 	for _, e := range entries {
 		if n := e.Name(); strings.HasPrefix(n, "dev-") || strings.HasPrefix(n, "raw-") {
@@ -598,4 +600,5 @@ func quietDisk(tmp string) {
 		}
 	}
 	syscall.Sync()
+	time.Sleep(settle)
 }

@@ -133,9 +133,24 @@ func TestAgentsOnPostgresAndMinIO(t *testing.T) {
 
 	// Every acknowledged record is readable through B, at its offset.
 	end := 0
-	offs, err := kadm.NewClient(adm).ListEndOffsets(ctx, "kill")
-	if err != nil {
-		t.Fatal(err)
+	// Until the survivor's view drops A (its agent TTL), Metadata still
+	// names A as the leader of some partitions, and a request sharded to
+	// A fails to dial, as with a Kafka broker before the controller fences
+	// it. The producer may finish within that window: retry.
+	var offs kadm.ListedOffsets
+	for {
+		offs, err = kadm.NewClient(adm).ListEndOffsets(ctx, "kill")
+		if err == nil {
+			err = offs.Error()
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		t.Logf("list end offsets: %v (retrying)", err)
+		time.Sleep(200 * time.Millisecond)
 	}
 	offs.Each(func(o kadm.ListedOffset) { end += int(o.Offset) })
 	consumed := consumeN(t, ctx, []string{b.Addr}, "kill", end)

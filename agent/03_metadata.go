@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,21 +39,13 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 	req := r.req.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	live := a.liveAgents()
-	for _, l := range live {
+	// Live agents, then departed agents' node ids at live agents'
+	// addresses (departed.go).
+	for _, l := range append(slices.Clip(live), a.departedBrokers(live, r.c.zone)...) {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = l.NodeID, l.Host, l.Port
 		if l.Zone != "" {
 			z := l.Zone
-			b.Rack = &z
-		}
-		resp.Brokers = append(resp.Brokers, b)
-	}
-	// Departed agents' node ids, at live agents' addresses (departed.go).
-	for _, d := range a.departedBrokers(live, r.c.zone) {
-		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = d.NodeID, d.Host, d.Port
-		if d.Zone != "" {
-			z := d.Zone
 			b.Rack = &z
 		}
 		resp.Brokers = append(resp.Brokers, b)

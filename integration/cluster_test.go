@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"context"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/metadata/pgtest"
 	"floe/storage/miniotest"
@@ -40,6 +43,61 @@ func (c *cluster) startAgent(t testing.TB, extra ...string) *proc {
 	args := append([]string{"agent", "--metadata", c.metaURL, "--bucket", c.bucketURL,
 		"--flush-interval", "20ms", "--agent-ttl", "3s"}, extra...)
 	return startFloeEnv(t, c.env, args...)
+}
+
+// startAgents starts n agents with the same arguments and returns once each
+// of them lists all n in Metadata. An agent learns of its peers at its next
+// heartbeat; a client bootstrapped from it before then knows that agent
+// alone until its next metadata refresh (franz-go: up to 5 minutes), and
+// has nowhere to go if that agent dies. Tests that kill an agent start from
+// a settled cluster, as a client of a long-running one would.
+func (c *cluster) startAgents(t testing.TB, n int, extra ...string) []*proc {
+	t.Helper()
+	agents := make([]*proc, n)
+	for i := range agents {
+		agents[i] = c.startAgent(t, extra...)
+	}
+	waitPeers(t, agents...)
+	return agents
+}
+
+// waitPeers waits until every agent's Metadata lists every agent's address.
+func waitPeers(t testing.TB, agents ...*proc) {
+	t.Helper()
+	want := make([]string, len(agents))
+	for i, a := range agents {
+		want[i] = a.Addr
+	}
+	sort.Strings(want)
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range agents {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(a.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+			cancel()
+			got = got[:0]
+			if err == nil {
+				for _, b := range resp.Brokers {
+					got = append(got, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+				}
+				sort.Strings(got)
+				if slices.Equal(got, want) {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				cl.Close()
+				t.Fatalf("agent %s lists brokers %v, want %v (err %v)", a.Addr, got, want, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cl.Close()
+	}
 }
 
 // TestAgentsOnPostgresAndMinIO runs two agents on shared PostgreSQL and MinIO:

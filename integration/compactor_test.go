@@ -602,8 +602,8 @@ func TestCompactorKill9DuringMerges(t *testing.T) {
 func TestCompactorsOnPostgresAndMinIO(t *testing.T) {
 	cl := newCluster(t, "floe_compactors")
 	ctx := testContext(t, 5*time.Minute)
-	a := cl.startAgent(t, "--flush-interval", "1ms")
-	b := cl.startAgent(t, "--flush-interval", "1ms")
+	ab := cl.startAgents(t, 2, "--flush-interval", "1ms")
+	a, b := ab[0], ab[1]
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(a.Addr, b.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0))
 	if err != nil {

@@ -51,7 +51,14 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 func groupFailover(t *testing.T, db string, opts ...kgo.Opt) {
 	c := newCluster(t, db)
 	ctx := testContext(t, 5*time.Minute)
-	agents := []*proc{c.startAgent(t), c.startAgent(t), c.startAgent(t)}
+	agents := c.startAgents(t, 3)
+	defer func() {
+		if t.Failed() {
+			for i, a := range agents {
+				t.Logf("agent %d log:\n%s", i, a.Log())
+			}
+		}
+	}()
 	seeds := []string{agents[0].Addr, agents[1].Addr, agents[2].Addr}
 	const (
 		n     = 9000
@@ -96,7 +103,8 @@ func groupFailover(t *testing.T, db string, opts ...kgo.Opt) {
 	for i := range 3 {
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds[i]), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 			kgo.ClientID(fmt.Sprintf("member-%d", i)), kgo.DisableAutoCommit(), kgo.SessionTimeout(10 * time.Second),
-			kgo.FetchMaxWait(200 * time.Millisecond), kgo.FetchMaxPartitionBytes(1), kgo.RetryTimeout(time.Minute)}, opts...)...)
+			kgo.FetchMaxWait(200 * time.Millisecond), kgo.FetchMaxPartitionBytes(1), kgo.RetryTimeout(time.Minute)},
+			append(opts, kgoDebugLog(fmt.Sprintf("member-%d", i))...)...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

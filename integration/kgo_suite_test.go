@@ -141,6 +141,6 @@ func TestFranzGoSuiteDev(t *testing.T) {
 func TestFranzGoSuiteAgents(t *testing.T) {
 	kgoSuite(t)
 	c := newClusterTB(t, "kgo_suite")
-	a, b := c.startAgent(t), c.startAgent(t)
-	runKgoSuite(t, []string{a.Addr, b.Addr})
+	ab := c.startAgents(t, 2)
+	runKgoSuite(t, []string{ab[0].Addr, ab[1].Addr})
 }

@@ -19,7 +19,7 @@ import (
 func TestTransactionsCoordinatorKilledBetweenTransactions(t *testing.T) {
 	c := newCluster(t, "floe_txn_failover")
 	ctx := testContext(t, 3*time.Minute)
-	agents := []*proc{c.startAgent(t), c.startAgent(t)}
+	agents := c.startAgents(t, 2)
 	seeds := []string{agents[0].Addr, agents[1].Addr}
 	const topic = "txfo"
 	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))

@@ -111,7 +111,7 @@ func readCommitted(t testing.TB, ctx context.Context, seeds []string, topic stri
 func TestTransactionsExactlyOnceAcrossAgentKill(t *testing.T) {
 	c := newCluster(t, "floe_txn_eos")
 	ctx := testContext(t, 5*time.Minute)
-	agents := []*proc{c.startAgent(t), c.startAgent(t)}
+	agents := c.startAgents(t, 2)
 	seeds := []string{agents[0].Addr, agents[1].Addr}
 	const (
 		n     = 6000
@@ -288,7 +288,8 @@ func TestTransactionsExactlyOnceAcrossAgentKill(t *testing.T) {
 func TestTransactionsAbortAndFencingAcrossAgents(t *testing.T) {
 	c := newCluster(t, "floe_txn_fence")
 	ctx := testContext(t, 3*time.Minute)
-	a, b := c.startAgent(t), c.startAgent(t)
+	ab := c.startAgents(t, 2)
+	a, b := ab[0], ab[1]
 	reader, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ type batcher struct {
 	buffered  int64                        // bytes in the pending object and in flight
 	gen       uint64                       // pending object generation, for timers
 	timerSet  bool
+	lastCut   time.Time // when the last object was cut (zero: never)
 	lastDone  chan struct{} // closed when the last cut flush has committed (or failed)
 	closed    bool
 	cutDone   bool // cutCh is closed; guarded by cutMu
@@ -187,7 +188,7 @@ func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) 
 	if !full && !b.timerSet {
 		b.timerSet = true
 		gen := b.gen
-		time.AfterFunc(b.a.cfg.FlushInterval, func() { b.cut(gen) })
+		time.AfterFunc(flushDelay(b.a.cfg.FlushInterval, b.lastCut, time.Now()), func() { b.cut(gen) })
 	}
 	b.mu.Unlock()
 	if full {
@@ -222,8 +223,30 @@ func (b *batcher) cut(gen uint64) {
 	b.pending = 0
 	b.gen++
 	b.timerSet = false
+	b.lastCut = time.Now()
 	b.mu.Unlock()
 	b.cutCh <- f
+}
+
+// minFlushDelay is the least a first batch waits for its flush, so the
+// other partitions of its request join it.
+const minFlushDelay = time.Millisecond
+
+// flushDelay is how long an object whose first batch arrives at now waits
+// before it is cut, given the last cut. After a pause (no cut within the
+// interval) it waits the whole interval, so a burst is one object. While
+// produce is continuous it is cut one interval after the last cut instead:
+// a producer with one request in flight (franz-go's idempotent producer)
+// sends its next request when the last flush answers it, and waiting a
+// whole interval from there added most of an interval to every record's
+// latency. Either way timed flushes are at least one interval apart, and
+// no batch waits longer than the interval.
+func flushDelay(interval time.Duration, lastCut, now time.Time) time.Duration {
+	since := now.Sub(lastCut)
+	if lastCut.IsZero() || since >= interval {
+		return interval
+	}
+	return min(max(interval-since, minFlushDelay), interval)
 }
 
 // dispatch starts flushes in cut order, at most MaxInflightFlushes at once.

@@ -176,3 +176,26 @@ func TestAcksZeroFrameHeldUntilCopied(t *testing.T) {
 		return ta.batcher.buffered == 0 && ta.reqBudget.inUse() == 0
 	})
 }
+
+func TestFlushDelay(t *testing.T) {
+	iv := 250 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name    string
+		lastCut time.Time
+		now     time.Time
+		want    time.Duration
+	}{
+		{"first object", time.Time{}, t0, iv},
+		{"after a pause", t0, t0.Add(time.Second), iv},
+		{"exactly one interval after", t0, t0.Add(iv), iv},
+		{"continuous: one interval after the last cut", t0, t0.Add(95 * time.Millisecond), 155 * time.Millisecond},
+		{"continuous, right after a cut", t0, t0.Add(time.Microsecond), iv - time.Microsecond},
+		{"continuous, at the end of the interval: the request's other partitions join", t0, t0.Add(iv - 10*time.Microsecond), minFlushDelay},
+		{"clock stepped back", t0, t0.Add(-time.Second), iv},
+	} {
+		if got := flushDelay(iv, c.lastCut, c.now); got != c.want {
+			t.Errorf("%s: flushDelay = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

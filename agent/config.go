@@ -23,7 +23,9 @@ type Config struct {
 	Zone string
 
 	// FlushInterval bounds how long a produced batch waits in the pending
-	// object before it is flushed.
+	// object before it is flushed, and spaces timed flushes: while produce
+	// is continuous an object is cut one interval after the last cut, not
+	// one interval after its first batch (see flushDelay).
 	FlushInterval time.Duration
 	// FlushBytes flushes the pending object as soon as it holds this much.
 	FlushBytes int64

@@ -39,7 +39,7 @@ type batcher struct {
 	buffered  int64                        // bytes in the pending object and in flight
 	gen       uint64                       // pending object generation, for timers
 	timerSet  bool
-	lastCut   time.Time // when the last object was cut (zero: never)
+	lastCut   time.Time     // when the last object was cut (zero: never)
 	lastDone  chan struct{} // closed when the last cut flush has committed (or failed)
 	closed    bool
 	cutDone   bool // cutCh is closed; guarded by cutMu

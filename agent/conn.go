@@ -253,8 +253,35 @@ func (c *conn) writeLoop() {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	broken := false
-	for f := range c.queue {
-		<-f.done
+	flush := func() {
+		if !broken && bw.Buffered() > 0 {
+			if err := bw.Flush(); err != nil {
+				broken = true
+				c.close()
+			}
+		}
+	}
+	for {
+		// Answers written so far go out before the writer waits, for the
+		// next request or for the next answer: a pipelined answer must not
+		// sit in the buffer while a later request waits for its flush.
+		var f *inflight
+		ok := true
+		select {
+		case f, ok = <-c.queue:
+		default:
+			flush()
+			f, ok = <-c.queue
+		}
+		if !ok {
+			break // the reader has stopped
+		}
+		select {
+		case <-f.done:
+		default:
+			flush()
+			<-f.done
+		}
 		// The request no longer needs its frame once answered (produce
 		// batches still in the batcher hold their own references).
 		f.frame.unref()
@@ -275,19 +302,9 @@ func (c *conn) writeLoop() {
 		if _, err := bw.Write(buf); err != nil {
 			broken = true
 			c.close()
-			continue
-		}
-		// Flush when nothing else is ready, so pipelined answers share writes.
-		if len(c.queue) == 0 {
-			if err := bw.Flush(); err != nil {
-				broken = true
-				c.close()
-			}
 		}
 	}
-	if !broken {
-		_ = bw.Flush()
-	}
+	flush()
 }
 
 // respVersion is the version to encode an answer at: the request's, except

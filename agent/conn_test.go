@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestPipelinedAnswerNotHeldBack: the answer to a pipelined request goes out
+// as soon as it is ready, not once a later request on the same connection
+// is answered too. Here a Fetch long-polls for a second and a Produce
+// pipelined behind it waits for its flush (ten minutes away); the Fetch's
+// answer must reach the client meanwhile. A writer that flushed only when
+// no request was queued held it until the Produce was answered, adding a
+// flush interval to every pipelining producer's acknowledgements.
+func TestPipelinedAnswerNotHeldBack(t *testing.T) {
+	ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = 10 * time.Minute })
+	const topic = "pipelined"
+	ta.createTopic(t, ta.client(t), topic, 1)
+
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 4
+	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = -1, 1000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version = 7
+	produce.Acks, produce.TimeoutMillis = -1, 60_000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = testBatch(t, 3)
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+
+	c, err := net.Dial("tcp", ta.KafkaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipelined"))
+	// One write, so that the Produce is queued behind the Fetch at once.
+	// (AppendRequest writes its size prefix at the start of dst: one frame
+	// per call.)
+	frames := append(rf.AppendRequest(nil, fetch, 1), rf.AppendRequest(nil, produce, 2)...)
+	if _, err := c.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		t.Fatalf("no answer to the Fetch while the Produce behind it waits for its flush: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c, body); err != nil {
+		t.Fatal(err)
+	}
+	if corr := binary.BigEndian.Uint32(body); corr != 1 {
+		t.Fatalf("first answer has correlation id %d, want the Fetch's 1", corr)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 4
+	if err := resp.ReadFrom(body[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("fetch answer %+v", resp)
+	}
+}

@@ -63,6 +63,7 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 			a.metrics.fetchedRecords.Add(float64(countRecords(resp)))
 			return resp, nil
 		}
+		a.tailReadAt.Store(now.UnixNano())
 		poll := time.NewTimer(min(a.cfg.RemotePollInterval, deadline.Sub(now)))
 		select {
 		case <-wake:

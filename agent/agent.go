@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"floe/metadata"
@@ -58,6 +59,11 @@ type Agent struct {
 	departed map[int32]time.Time
 
 	stopping chan struct{} // closed when Close begins: long polls return early
+
+	// tailReadAt is when a fetch last waited for new records (unix nanos):
+	// while consumers read at the head of the log, flushed objects go to
+	// the read cache as they are written (see batcher.run).
+	tailReadAt atomic.Int64
 
 	connMu  sync.Mutex
 	conns   map[*conn]struct{}

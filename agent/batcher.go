@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -311,6 +312,7 @@ func (b *batcher) run(f *flush) {
 		f.fail(kerr.KafkaStorageError)
 		return
 	}
+	b.writeThrough(key, data, runs, start)
 	commit := metadata.ObjectCommit{Key: key, Size: int64(len(data)), AgentID: b.a.id, Runs: make([]metadata.RunCommit, len(runs))}
 	for i, r := range runs {
 		rc := metadata.RunCommit{
@@ -365,6 +367,29 @@ func (b *batcher) run(f *flush) {
 	m.flushBytes.Observe(float64(len(data)))
 	m.flushSeconds.Observe(time.Since(start).Seconds())
 	b.a.commits.broadcast()
+}
+
+// tailReadWindow is how long after a fetch last waited at the head of the
+// log flushed objects are still written through to the read cache.
+const tailReadWindow = 30 * time.Second
+
+// writeThrough puts each run of a stored object into the read cache, under
+// the byte range its index entry will name, before the commit wakes the
+// consumers waiting for it: a consumer at the head of the log then reads
+// the records without a GET (an object-store round trip on its end-to-end
+// latency, and a request to pay for). Only while some fetch waited for new
+// records lately: with nobody tailing, nothing would read them soon and the
+// copy would only push older ranges out of the cache. The object's buffer
+// goes back to the pool, so the cache gets a copy.
+func (b *batcher) writeThrough(key string, data []byte, runs []storage.Run, now time.Time) {
+	if now.Sub(time.Unix(0, b.a.tailReadAt.Load())) > tailReadWindow {
+		return
+	}
+	cached := bytes.Clone(data)
+	for _, r := range runs {
+		end := r.Offset + r.Length
+		b.a.cache.Put(key, r.Offset, cached[r.Offset:end:end])
+	}
 }
 
 // requestBudget is the request budget's limit (see RequestBufferBytes).

@@ -133,6 +133,20 @@ func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) 
 	}
 }
 
+// Put caches data as the bytes of key from offset, as GetRange would
+// return them, without a GET: for the writer of an object that knows its
+// contents. data must not be modified afterwards. An entry already cached
+// or being fetched for the range is left as it is.
+func (c *Cache) Put(key string, offset int64, data []byte) {
+	k := rangeKey{key: key, offset: offset, length: int64(len(data))}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.flights[k]; ok {
+		return
+	}
+	c.insert(k, data)
+}
+
 // fill runs one shared GET and publishes its result.
 func (c *Cache) fill(ctx context.Context, k rangeKey, f *flight) {
 	data, err := c.bucket.GetRange(ctx, k.key, k.offset, k.length)

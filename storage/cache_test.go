@@ -110,6 +110,30 @@ func TestCacheLRU(t *testing.T) {
 	}
 }
 
+// TestCachePut: ranges put by an object's writer are served without a GET,
+// count against the budget and are evicted like fetched ones.
+func TestCachePut(t *testing.T) {
+	obj := data(1000)
+	b := newCounting(t, map[string][]byte{"o": obj})
+	c := storage.NewCache(b, 100)
+	c.Put("o", 0, obj[:40])
+	c.Put("o", 40, obj[40:80])
+	checkRange(t, c, "o", 0, 40, obj[:40])
+	checkRange(t, c, "o", 40, 40, obj[40:80])
+	if s := c.Stats(); b.gets.Load() != 0 || s != (storage.CacheStats{Hits: 2, Bytes: 80}) {
+		t.Fatalf("after reading both put ranges: %d gets, stats %+v", b.gets.Load(), s)
+	}
+	c.Put("o", 80, obj[80:120]) // evicts (0,40), the least recently used
+	checkRange(t, c, "o", 0, 40, obj[:40])
+	if s := c.Stats(); b.gets.Load() != 1 || s.Evictions != 2 || s.Bytes != 80 {
+		t.Fatalf("after (0,40) again: %d gets, stats %+v", b.gets.Load(), s)
+	}
+	c.Put("o", 0, obj[:200]) // larger than the whole budget: not cached
+	if s := c.Stats(); s.Bytes != 80 {
+		t.Fatalf("a range over budget was cached: %+v", s)
+	}
+}
+
 func TestCacheTooLargeAndEmpty(t *testing.T) {
 	obj := data(300)
 	b := newCounting(t, map[string][]byte{"o": obj})

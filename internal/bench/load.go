@@ -63,6 +63,12 @@ type Config struct {
 	MetricsURL string `json:"metrics_url,omitempty"`
 	// Drain bounds the wait for the consumer to catch up after sending.
 	Drain time.Duration `json:"drain_ns"`
+	// Warmup is sent before Duration, at the same rate, and left out of
+	// the latency figures: it covers the clients' start (connections,
+	// metadata, and franz-go's one batch per partition in flight until
+	// the partition's first acknowledgement), which otherwise fills the
+	// tail of a short run. Records and throughput count it.
+	Warmup time.Duration `json:"warmup_ns,omitempty"`
 	// Label names the run in reports ("floe dev", "kfake").
 	Label string `json:"label"`
 	// Progress, if set, gets a progress line refreshed in place.
@@ -126,6 +132,10 @@ type run struct {
 	cfg   Config
 	sched Schedule
 	value []byte
+
+	// measureFrom is when the warm-up ends: records due before it are
+	// not in the latency histograms.
+	measureFrom time.Time
 
 	sent, acked, ackedBytes atomic.Int64
 	consumed, consumedBytes atomic.Int64
@@ -258,6 +268,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	start := time.Now()
 	r.sched = Schedule{Start: start, Rate: cfg.Rate}
+	r.measureFrom = start.Add(cfg.Warmup)
 	res.StartedAt = start
 	var consumeErr error
 	var wg sync.WaitGroup
@@ -374,9 +385,10 @@ func (r *run) produce(ctx context.Context, producedAll chan struct{}) error {
 	}
 	stopProgress := r.progress(ctx)
 	defer stopProgress()
-	end := r.sched.Start.Add(r.cfg.Duration)
+	span := r.cfg.Warmup + r.cfg.Duration
+	end := r.sched.Start.Add(span)
 	limit := r.cfg.Records
-	if c := r.sched.Count(r.cfg.Duration); c >= 0 && r.cfg.Duration > 0 && (limit <= 0 || c < limit) {
+	if c := r.sched.Count(span); c >= 0 && r.cfg.Duration > 0 && (limit <= 0 || c < limit) {
 		limit = c
 	}
 	var wg sync.WaitGroup
@@ -433,7 +445,9 @@ func (r *run) producer(ctx context.Context, cl *kgo.Client, k, n, limit int64, e
 				r.fail(err)
 				return
 			}
-			r.produceLat.Record(now.Sub(due))
+			if !due.Before(r.measureFrom) {
+				r.produceLat.Record(now.Sub(due))
+			}
 			r.acked.Add(1)
 			r.ackedBytes.Add(int64(len(rec.Value)))
 			r.lastAck.Store(now.UnixNano())
@@ -492,7 +506,9 @@ func (r *run) consume(ctx context.Context, producedAll <-chan struct{}) error {
 			for _, h := range rec.Headers {
 				if h.Key == dueHeader && len(h.Value) == 8 {
 					due := time.Unix(0, int64(binary.BigEndian.Uint64(h.Value)))
-					r.e2eLat.Record(now.Sub(due))
+					if !due.Before(r.measureFrom) {
+						r.e2eLat.Record(now.Sub(due))
+					}
 				}
 			}
 		})

@@ -55,6 +55,24 @@ func TestRunAgainstKfake(t *testing.T) {
 	}
 }
 
+// TestWarmupLeftOutOfLatencies: a fixed-rate run of 1 s after a 1 s
+// warm-up sends both seconds' records, consumes them all, and has latencies
+// of the second second's records only.
+func TestWarmupLeftOutOfLatencies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Kfake(ctx, Config{Mode: ModeE2E, Rate: 1000, Duration: time.Second, Warmup: time.Second, Partitions: 2, RecordSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Sent != 2000 || res.Produced.Records != 2000 || res.Consumed.Records != 2000 {
+		t.Fatalf("sent %d produced %d consumed %d errors %d (%s), want 2000", res.Sent, res.Produced.Records, res.Consumed.Records, res.Errors, res.FirstError)
+	}
+	if res.ProduceLatency.Count != 1000 || res.E2ELatency.Count != 1000 {
+		t.Fatalf("latencies of %d produced and %d consumed records, want the 1000 after the warm-up", res.ProduceLatency.Count, res.E2ELatency.Count)
+	}
+}
+
 func TestRunRejectsBadConfig(t *testing.T) {
 	ctx := context.Background()
 	for _, cfg := range []Config{{Mode: "nope"}, {Compression: "brotli"}, {Rate: -1}, {RecordSize: -1}} {

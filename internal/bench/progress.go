@@ -37,8 +37,8 @@ func (r *run) progress(ctx context.Context) func() {
 func (r *run) drawProgress(start time.Time) {
 	el := time.Since(start)
 	frac := 0.0
-	if r.cfg.Duration > 0 {
-		frac = el.Seconds() / r.cfg.Duration.Seconds()
+	if span := r.cfg.Warmup + r.cfg.Duration; r.cfg.Duration > 0 {
+		frac = el.Seconds() / span.Seconds()
 	}
 	if r.cfg.Records > 0 {
 		frac = max(frac, float64(r.acked.Load()+r.consumed.Load())/float64(r.cfg.Records*r.legs()))

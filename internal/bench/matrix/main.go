@@ -86,25 +86,33 @@ type scenario struct {
 
 func matrix(d time.Duration) []*scenario {
 	ds := d.String()
-	common := []string{"--duration", ds, "--partitions", "16", "--record-size", "1024", "--producers", "2", "--linger", "5ms"}
+	common := []string{"--duration", ds, "--warmup", "2s", "--partitions", "16", "--record-size", "1024", "--producers", "2", "--linger", "5ms"}
 	with := func(extra ...string) []string { return append(append([]string{}, common...), extra...) }
+	// The fixed-rate runs let each producer pipeline 64 requests (Kafka's
+	// max.in.flight.requests.per.connection; floe reads up to 64 ahead per
+	// connection): with linger 5 ms a producer sends a request every ~5 ms,
+	// and each is answered once its object is stored, up to a flush
+	// interval + PUT + commit later (250 + ~100 ms), so by Little's law it
+	// needs ~70 in flight to keep sending; at the clients' default of 5
+	// the producer stalls and its records wait a second flush interval.
+	rate := func(extra ...string) []string { return with(append([]string{"--inflight", "64"}, extra...)...) }
 	return []*scenario{
 		{Name: "dev-max", Title: "floe dev, closed loop (max throughput)", Store: "dev", Profile: true,
 			FlushInterval: 5 * time.Millisecond,
 			BenchArgs:     with("--kfake", "--raw-put-concurrency", "4")},
 		{Name: "dev-rate", Title: "floe dev, 10 000 records/s (latency)", Store: "dev",
 			FlushInterval: 5 * time.Millisecond,
-			BenchArgs:     with("--rate", "10000", "--kfake", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},
+			BenchArgs:     rate("--rate", "10000", "--kfake", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},
 		{Name: "pg-minio-max", Title: "agent on PostgreSQL + MinIO, closed loop (max throughput)", Store: "pg-minio", Profile: true,
 			FlushInterval: 250 * time.Millisecond,
 			BenchArgs:     with("--raw-put-concurrency", "4")},
 		{Name: "pg-minio-rate", Title: "agent on PostgreSQL + MinIO, 10 000 records/s (latency)", Store: "pg-minio",
 			FlushInterval: 250 * time.Millisecond,
-			BenchArgs:     with("--rate", "10000", "--kfake", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},
+			BenchArgs:     rate("--rate", "10000", "--kfake", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},
 		{Name: "dev-s3-latency", Title: "floe dev with 100 ms added to every object-store request (S3-like), 10 000 records/s",
 			Store: "dev", FlushInterval: 100 * time.Millisecond,
 			AgentArgs: []string{"--bucket-latency", "100ms", "--flush-interval", "100ms", "--flush-concurrency", "8"},
-			BenchArgs: with("--rate", "10000", "--kfake", "--raw-put-concurrency", "8", "--raw-put-latency", "100ms", "--raw-put-duration", "5s")},
+			BenchArgs: rate("--rate", "10000", "--kfake", "--raw-put-concurrency", "8", "--raw-put-latency", "100ms", "--raw-put-duration", "5s")},
 		{Name: "dev-overload", Title: "overload: 400 ms per request, one flush at a time, 16 MiB buffer, closed-loop produce",
 			Store: "dev", FlushInterval: 5 * time.Millisecond, BufferBytes: 16 << 20, Mode: bench.ModeProduce,
 			AgentArgs: []string{"--bucket-latency", "400ms", "--flush-concurrency", "1", "--buffer-bytes", "16777216", "--flush-bytes", "4194304"},

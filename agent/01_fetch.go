@@ -63,20 +63,32 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 			a.metrics.fetchedRecords.Add(float64(countRecords(resp)))
 			return resp, nil
 		}
-		a.tailReadAt.Store(now.UnixNano())
-		poll := time.NewTimer(min(a.cfg.RemotePollInterval, deadline.Sub(now)))
-		select {
-		case <-wake:
-		case <-poll.C:
-		case <-a.stopping:
-			poll.Stop()
-			return resp, nil
-		case <-ctx.Done():
-			poll.Stop()
+		if !a.waitForRecords(ctx, wake, min(a.cfg.RemotePollInterval, deadline.Sub(now))) {
 			return resp, nil
 		}
-		poll.Stop()
 	}
+}
+
+// waitForRecords waits for a commit by this agent (wake) or for d, as a
+// fetch at the head of the log does, and reports false when the agent is
+// stopping or ctx ended instead.
+func (a *Agent) waitForRecords(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+	a.tailWaiting.Add(1)
+	defer func() {
+		a.tailWaiting.Add(-1)
+		a.tailReadAt.Store(time.Now().UnixNano())
+	}()
+	poll := time.NewTimer(d)
+	defer poll.Stop()
+	select {
+	case <-wake:
+	case <-poll.C:
+	case <-a.stopping:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // fetchOnce builds one answer from what is committed now. It returns the

@@ -60,10 +60,12 @@ type Agent struct {
 
 	stopping chan struct{} // closed when Close begins: long polls return early
 
-	// tailReadAt is when a fetch last waited for new records (unix nanos):
-	// while consumers read at the head of the log, flushed objects go to
-	// the read cache as they are written (see batcher.run).
-	tailReadAt atomic.Int64
+	// tailWaiting counts the fetches waiting for new records now, and
+	// tailReadAt is when one last stopped waiting (unix nanos): while
+	// consumers read at the head of the log, flushed objects go to the
+	// read cache as they are written (batcher.writeThrough).
+	tailWaiting atomic.Int32
+	tailReadAt  atomic.Int64
 
 	connMu  sync.Mutex
 	conns   map[*conn]struct{}

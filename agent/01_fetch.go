@@ -27,6 +27,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -207,7 +208,16 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 			return 0, kerr.KafkaStorageError
 		}
 	}
+	// One allocation of about the answer's size, not a doubling series of
+	// copies: a tailing consumer's answer holds a whole flush's worth.
+	var need int64
+	for _, e := range entries {
+		need += e.ByteLength
+	}
 	out := sp.RecordBatches
+	if need = min(need, limit); need > int64(cap(out)) {
+		out = make([]byte, 0, need)
+	}
 	for _, e := range entries {
 		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
 		if err != nil {
@@ -293,27 +303,27 @@ func countRecords(resp *kmsg.FetchResponse) int64 {
 	return n
 }
 
-// prefetchConcurrency bounds the object-store reads one fetch starts ahead.
+// prefetchConcurrency bounds the object-store reads one fetch starts ahead,
+// and the index look-ups it runs at once.
 const prefetchConcurrency = 16
 
 // prefetch looks up the index of every requested partition of one topic that
 // has records to return and starts the reads of their byte ranges at once,
-// so a fetch over many partitions waits about one object-store round trip
-// instead of one per range: the reads land in the read cache, where
-// fetchPartition's own reads of the same ranges join them. It plans at most
-// budget bytes and returns the entries it looked up, by partition.
+// so a fetch over many partitions waits about one metadata round trip and
+// one object-store round trip instead of one of each per partition: the
+// reads land in the read cache, where fetchPartition's own reads of the same
+// ranges join them. It plans at most budget bytes, in request order, and
+// returns the entries it looked up, by partition.
 func (a *Agent) prefetch(ctx context.Context, topic metadata.TopicID, parts []kmsg.FetchRequestTopicPartition,
 	states []metadata.PartitionState, open map[int32]int64, committed bool, budget int64) map[int32][]metadata.IndexEntry {
 	if len(parts) < 2 {
 		return nil // nothing to overlap
 	}
-	out := make(map[int32][]metadata.IndexEntry, len(parts))
+	// The look-ups, concurrently; each may plan up to the whole budget.
+	looked := make([][]metadata.IndexEntry, len(parts))
 	sem := make(chan struct{}, prefetchConcurrency)
-	var planned int64
-	for _, rp := range parts {
-		if planned >= budget {
-			break
-		}
+	var wg sync.WaitGroup
+	for i, rp := range parts {
 		if rp.Partition < 0 || int(rp.Partition) >= len(states) {
 			continue
 		}
@@ -325,16 +335,34 @@ func (a *Agent) prefetch(ctx context.Context, topic metadata.TopicID, parts []km
 		if rp.FetchOffset < st.LogStartOffset || rp.FetchOffset >= end {
 			continue
 		}
-		limit := budget - planned
+		limit := budget
 		if rp.PartitionMaxBytes > 0 {
 			limit = min(limit, int64(rp.PartitionMaxBytes))
 		}
-		entries, err := a.store.Lookup(ctx, topic, rp.Partition, rp.FetchOffset, max(limit, 1), lookupLimit)
-		if err != nil {
-			continue // fetchPartition looks again and reports the error
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			entries, err := a.store.Lookup(ctx, topic, rp.Partition, rp.FetchOffset, max(limit, 1), lookupLimit)
+			if err == nil { // else fetchPartition looks again and reports the error
+				looked[i] = entries
+			}
+		}()
+	}
+	wg.Wait()
+
+	out := make(map[int32][]metadata.IndexEntry, len(parts))
+	var planned int64
+	for i, rp := range parts {
+		if planned >= budget {
+			break
 		}
-		out[rp.Partition] = entries
-		for _, e := range entries {
+		if looked[i] == nil {
+			continue
+		}
+		out[rp.Partition] = looked[i]
+		for _, e := range looked[i] {
 			planned += e.ByteLength
 			a.bgReads.Add(1)
 			go func() {

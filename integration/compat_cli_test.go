@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // The kcat and kafkajs half of the client compatibility matrix. Each client
@@ -25,130 +23,9 @@ import (
 // a committing consumer group that resumes, idempotent and transactional
 // produce) against two targets: `floe dev`, and two `floe agent`s on real
 // PostgreSQL and MinIO where records are produced through one agent and
-// consumed through the other. Every subtest ends with a line
-//
-//	compat: CLIENT | TARGET | FEATURE | pass|fail|skip
-//
-// from which docs/compatibility.md is built.
-
-// cliTarget is one floe deployment the matrix runs against. Clients that
-// produce are given produce and produceID, clients that consume consume and
-// consumeID. On the agents target the two agents are in zones za and zb and
-// the client ids name a zone (floe_az=…), so Metadata makes agent A the
-// leader of every partition for producers and agent B for consumers.
-type cliTarget struct {
-	name      string // "dev" or "agents", as in the result lines
-	produce   string // comma-separated bootstrap brokers
-	produceID string
-	consume   string
-	consumeID string
-	admin     *kgo.Client // seeded with every agent
-	procs     []*proc
-}
-
-const (
-	cliProduceID = "floe-compat,floe_az=za"
-	cliConsumeID = "floe-compat,floe_az=zb"
-)
-
-// logs returns every agent's log, for failure messages.
-func (tg *cliTarget) logs() string {
-	var b strings.Builder
-	for i, p := range tg.procs {
-		fmt.Fprintf(&b, "--- floe %d (%s) log:\n%s", i, p.Addr, p.Log())
-	}
-	return b.String()
-}
-
-// forEachCLITarget starts each target once and runs fn on it as subtest
-// "dev" and "agents". The agents target skips (or fails with
-// FLOE_REQUIRE_SERVERS=1) when PostgreSQL or MinIO is unavailable, as
-// pgtest and miniotest decide.
-func forEachCLITarget(t *testing.T, db string, fn func(t *testing.T, tg *cliTarget)) {
-	t.Run("dev", func(t *testing.T) {
-		p := startFloe(t, "dev", "--data-dir", t.TempDir())
-		fn(t, &cliTarget{name: "dev", produce: p.Addr, produceID: cliProduceID, consume: p.Addr,
-			consumeID: cliConsumeID, admin: cliAdmin(t, p.Addr), procs: []*proc{p}})
-	})
-	t.Run("agents", func(t *testing.T) {
-		c := newClusterTB(t, db)
-		a := c.startAgent(t, "--zone", "za")
-		b := c.startAgent(t, "--zone", "zb")
-		both := a.Addr + "," + b.Addr
-		tg := &cliTarget{name: "agents", produce: both, produceID: cliProduceID, consume: both,
-			consumeID: cliConsumeID, admin: cliAdmin(t, a.Addr, b.Addr), procs: []*proc{a, b}}
-		ctx := testContext(t, 30*time.Second)
-		createTopic(t, ctx, tg.admin, "compat-zones", 4, nil)
-		// Each agent learns of the other at its next look at the live
-		// agents: wait until both route by zone.
-		for {
-			err := cliZoneLeader(ctx, tg, cliProduceID, a.Addr)
-			if err == nil {
-				err = cliZoneLeader(ctx, tg, cliConsumeID, b.Addr)
-			}
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		fn(t, tg)
-	})
-}
-
-// cliAdmin is a franz-go client for setup and checks, pinned to Kafka
-// 3.0's versions as rawBatches needs.
-func cliAdmin(t *testing.T, seeds ...string) *kgo.Client {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MaxVersions(kversion.V3_0_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-// cliZoneLeader checks that every agent a client with clientID asks for
-// Metadata answers that the agent at addr leads every partition, so that
-// records really cross agents.
-func cliZoneLeader(ctx context.Context, tg *cliTarget, clientID, addr string) error {
-	for _, seed := range strings.Split(tg.produce, ",") {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID(clientID))
-		if err != nil {
-			return err
-		}
-		md, err := kadm.NewClient(cl).Metadata(ctx, "compat-zones")
-		cl.Close()
-		if err != nil {
-			return err
-		}
-		hosts := map[int32]string{}
-		for _, b := range md.Brokers {
-			hosts[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		}
-		for _, p := range md.Topics["compat-zones"].Partitions.Sorted() {
-			if hosts[p.Leader] != addr {
-				return fmt.Errorf("client id %q asking %s: partition %d led by %s, want %s", clientID, seed, p.Partition, hosts[p.Leader], addr)
-			}
-		}
-	}
-	return nil
-}
-
-// cliResult logs the subtest's matrix line when it ends.
-func cliResult(t *testing.T, client, target, feature string) {
-	t.Cleanup(func() {
-		res := "pass"
-		switch {
-		case t.Failed():
-			res = "fail"
-		case t.Skipped():
-			res = "skip"
-		}
-		t.Logf("compat: %s | %s | %s | %s", client, target, feature, res)
-	})
-}
+// consumed through the other (forEachCompatTarget, shared with the Go
+// clients). Every subtest ends with a compatResult line, from which
+// docs/compatibility.md is built.
 
 // cliGroupRec is one record a group member printed.
 type cliGroupRec struct {
@@ -223,23 +100,6 @@ func cliCheckGroupResumed(t *testing.T, topic string, n int, first, second []cli
 // cliCodecIDs are the batch attribute codec numbers.
 var cliCodecIDs = map[string]int8{"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
-// cliCheckStoredCodec asserts that topic's partition 0 holds n records, all in
-// batches compressed with codec.
-func cliCheckStoredCodec(t *testing.T, ctx context.Context, admin *kgo.Client, topic, codec string, n int) {
-	t.Helper()
-	hs := rawBatches(t, ctx, admin, topic)
-	total := 0
-	for _, h := range hs {
-		if h.Codec() != cliCodecIDs[codec] {
-			t.Fatalf("%s: batch at offset %d stored with codec %d, want %d (%s)", topic, h.BaseOffset, h.Codec(), cliCodecIDs[codec], codec)
-		}
-		total += int(h.NumRecords)
-	}
-	if total != n {
-		t.Fatalf("%s: %d records stored in %d batches, want %d", topic, total, len(hs), n)
-	}
-}
-
 // --- kcat ---
 
 // cliKcatVersion is "kcat 1.7.1 (librdkafka 2.0.2)" from `kcat -V`.
@@ -257,7 +117,7 @@ func cliKcatVersion(t *testing.T) string {
 
 // cliKcat runs kcat with stdin and returns its standard output; it fails
 // the test with kcat's stderr and the floe logs when kcat fails.
-func cliKcat(t *testing.T, ctx context.Context, tg *cliTarget, stdin string, args ...string) string {
+func cliKcat(t *testing.T, ctx context.Context, tg *compatTarget, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "kcat", args...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -265,21 +125,21 @@ func cliKcat(t *testing.T, ctx context.Context, tg *cliTarget, stdin string, arg
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("kcat %v: %v\nstdout:\n%s\nstderr:\n%s\n%s", args, err, out, stderr.String(), tg.logs())
+		t.Fatalf("kcat %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
 	}
 	return string(out)
 }
 
 // cliKcatProduce and cliKcatConsume run kcat -P and -C through the target's
 // producing and consuming agents.
-func cliKcatProduce(t *testing.T, ctx context.Context, tg *cliTarget, stdin string, args ...string) {
+func cliKcatProduce(t *testing.T, ctx context.Context, tg *compatTarget, stdin string, args ...string) {
 	t.Helper()
 	cliKcat(t, ctx, tg, stdin, append([]string{"-P", "-b", tg.produce, "-X", "client.id=" + tg.produceID}, args...)...)
 }
 
-func cliKcatConsume(t *testing.T, ctx context.Context, tg *cliTarget, args ...string) string {
+func cliKcatConsume(t *testing.T, ctx context.Context, tg *compatTarget, args ...string) string {
 	t.Helper()
-	return cliKcat(t, ctx, tg, "", append([]string{"-C", "-b", tg.consume, "-X", "client.id=" + tg.consumeID}, args...)...)
+	return cliKcat(t, ctx, tg, "", append([]string{"-C", "-b", tg.consumers(), "-X", "client.id=" + tg.consumeID}, args...)...)
 }
 
 // cliKcatInput returns n "key:value" lines for kcat -K: and the lines kcat -C
@@ -325,30 +185,30 @@ func TestCompatKcat(t *testing.T) {
 		t.Skip("kcat not installed (make kcat)")
 	}
 	client := cliKcatVersion(t)
-	forEachCLITarget(t, "floe_compat_kcat", func(t *testing.T, tg *cliTarget) {
+	forEachCompatTarget(t, "floe_compat_kcat", func(t *testing.T, tg *compatTarget) {
 		ctx := testContext(t, 2*time.Minute)
 		const fmtRec = "%o %k=%s %h %T\n"
 
 		for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 			t.Run("codec-"+codec, func(t *testing.T) {
-				cliResult(t, client, tg.name, codec+" produce+consume")
+				compatResult(t, client, tg.name, codec+" produce+consume")
 				topic := "kcat-" + codec
 				createTopic(t, ctx, tg.admin, topic, 1, nil)
 				const n = 40
 				in, want := cliKcatInput(codec, n, codec+"-hdr")
 				from := time.Now().Add(-time.Millisecond)
 				cliKcatProduce(t, ctx, tg, in, "-t", topic, "-p", "0", "-K:", "-z", codec, "-H", "h="+codec+"-hdr")
-				cliCheckStoredCodec(t, ctx, tg.admin, topic, codec, n)
+				checkStoredCodec(t, ctx, tg, topic, cliCodecIDs[codec], n)
 				got := cliKcatConsume(t, ctx, tg, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", fmtRec)
 				cliCheckKcatRead(t, got, want, from)
 			})
 		}
 
 		t.Run("group", func(t *testing.T) {
-			cliResult(t, client, tg.name, "consumer group commit+resume")
+			compatResult(t, client, tg.name, "consumer group commit+resume")
 			const n, first = 60, 25
 			topic, group := "kcat-grp", "kcat-grp-"+tg.name
-			groupTopic(t, ctx, strings.Split(tg.produce, ",")[0], topic, 3, n)
+			groupTopic(t, ctx, tg.produce, topic, 3, n)
 			run := func(brokers, id string, stop ...string) []cliGroupRec {
 				args := append([]string{"-b", brokers, "-X", "client.id=" + id, "-G", group, topic,
 					"-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=100", "-q", "-f", "%p %o %s\n"}, stop...)
@@ -378,13 +238,13 @@ func TestCompatKcat(t *testing.T) {
 				t.Fatalf("first kcat -G run read %d records, want %d", len(got1), first)
 			}
 			cliCheckGroupFirstRun(t, ctx, tg.admin, group, topic, 3, got1)
-			got2 := run(tg.consume, tg.consumeID, "-e")
+			got2 := run(tg.consumers(), tg.consumeID, "-e")
 			cliCheckGroupResumed(t, topic, n, got1, got2)
 			checkCommittedAtEnd(t, ctx, tg.admin, group, topic, n)
 		})
 
 		t.Run("idempotent", func(t *testing.T) {
-			cliResult(t, client, tg.name, "idempotent produce")
+			compatResult(t, client, tg.name, "idempotent produce")
 			topic := "kcat-idem"
 			createTopic(t, ctx, tg.admin, topic, 1, nil)
 			const n = 30
@@ -405,7 +265,7 @@ func TestCompatKcat(t *testing.T) {
 		})
 
 		t.Run("transactional", func(t *testing.T) {
-			cliResult(t, client, tg.name, "transactional produce (commit) + read_committed")
+			compatResult(t, client, tg.name, "transactional produce (commit) + read_committed")
 			topic := "kcat-txn"
 			createTopic(t, ctx, tg.admin, topic, 1, nil)
 			const n = 30
@@ -468,17 +328,17 @@ func cliKafkajsSetup(t *testing.T) (node, dir, client string) {
 // cliMatrixJS runs `node matrix.js CASE` against tg and returns its output
 // lines; it fails the test with stderr and the floe logs when node fails.
 // FLOE_KAFKAJS_DEBUG=1 turns on kafkajs's debug log (on stderr).
-func cliMatrixJS(t *testing.T, ctx context.Context, node, dir string, tg *cliTarget, kase string, args ...string) []string {
+func cliMatrixJS(t *testing.T, ctx context.Context, node, dir string, tg *compatTarget, kase string, args ...string) []string {
 	t.Helper()
 	args = append([]string{"matrix.js", kase, "--produce=" + tg.produce, "--produce-id=" + tg.produceID,
-		"--consume=" + tg.consume, "--consume-id=" + tg.consumeID}, args...)
+		"--consume=" + tg.consumers(), "--consume-id=" + tg.consumeID}, args...)
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node %v: %v\nstdout:\n%s\nstderr:\n%s\n%s", args, err, out, stderr.String(), tg.logs())
+		t.Fatalf("node %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }
@@ -505,7 +365,7 @@ func cliCheckLines(t *testing.T, what string, got, want []string) {
 // transactional producer (commit, abort, commit) read at read_committed.
 func TestCompatKafkajs(t *testing.T) {
 	node, dir, client := cliKafkajsSetup(t)
-	forEachCLITarget(t, "floe_compat_kafkajs", func(t *testing.T, tg *cliTarget) {
+	forEachCompatTarget(t, "floe_compat_kafkajs", func(t *testing.T, tg *compatTarget) {
 		ctx := testContext(t, 2*time.Minute)
 
 		t.Run("codecs", func(t *testing.T) {
@@ -527,7 +387,7 @@ func TestCompatKafkajs(t *testing.T) {
 			}
 			for _, c := range codecs {
 				t.Run(c, func(t *testing.T) {
-					cliResult(t, client, tg.name, c+" produce+consume")
+					compatResult(t, client, tg.name, c+" produce+consume")
 					topic := "js-codec-" + c
 					if !sent[topic+" 0@0"] {
 						t.Fatalf("matrix.js did not report %s sent at 0@0:\n%s", topic, strings.Join(out, "\n"))
@@ -542,16 +402,16 @@ func TestCompatKafkajs(t *testing.T) {
 						want = append(want, cliJSRecord(topic, c, i, i))
 					}
 					cliCheckLines(t, "kafkajs consumer of "+topic, got, want)
-					cliCheckStoredCodec(t, ctx, tg.admin, topic, c, n)
+					checkStoredCodec(t, ctx, tg, topic, cliCodecIDs[c], n)
 				})
 			}
 		})
 
 		t.Run("group", func(t *testing.T) {
-			cliResult(t, client, tg.name, "consumer group commit+resume")
+			compatResult(t, client, tg.name, "consumer group commit+resume")
 			const n, first = 60, 25
 			topic, group := "js-grp", "js-grp-"+tg.name
-			groupTopic(t, ctx, strings.Split(tg.produce, ",")[0], topic, 3, n, kgo.ProducerBatchCompression(kgo.NoCompression()))
+			groupTopic(t, ctx, tg.produce, topic, 3, n, kgo.ProducerBatchCompression(kgo.NoCompression()))
 			parse := func(lines []string) []cliGroupRec {
 				var recs []cliGroupRec
 				for _, l := range lines {
@@ -579,7 +439,7 @@ func TestCompatKafkajs(t *testing.T) {
 		})
 
 		t.Run("idempotent", func(t *testing.T) {
-			cliResult(t, client, tg.name, "idempotent produce")
+			compatResult(t, client, tg.name, "idempotent produce")
 			topic := "js-idem"
 			createTopic(t, ctx, tg.admin, topic, 1, nil)
 			const n = 30
@@ -602,7 +462,7 @@ func TestCompatKafkajs(t *testing.T) {
 		})
 
 		t.Run("transactional", func(t *testing.T) {
-			cliResult(t, client, tg.name, "transactional produce (commit+abort) + read_committed")
+			compatResult(t, client, tg.name, "transactional produce (commit+abort) + read_committed")
 			topic := "js-txn"
 			createTopic(t, ctx, tg.admin, topic, 1, nil)
 			out := cliMatrixJS(t, ctx, node, dir, tg, "txn", "--topic="+topic, "--txn-id=js-txn-"+tg.name)

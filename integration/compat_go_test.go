@@ -85,34 +85,37 @@ func TestCompatGo(t *testing.T) {
 		{"sarama-4.0", "sarama 4.0", runCompatSarama},
 		{"kafka-go", "kafka-go", runCompatKafkaGo},
 	}
-	targets := []struct {
-		name  string
-		start func(t *testing.T) *compatTarget
-	}{
-		{"dev", func(t *testing.T) *compatTarget {
-			p := startFloe(t, "dev", "--data-dir", t.TempDir())
-			return newCompatTarget(t, "dev", []*proc{p}, "floe-compat", "floe-compat")
-		}},
-		{"cluster", func(t *testing.T) *compatTarget {
-			c := newClusterTB(t, "floe_compat_go")
-			a, b := c.startAgent(t, "--zone", "za"), c.startAgent(t, "--zone", "zb")
-			tg := newCompatTarget(t, "cluster", []*proc{a, b}, "floe-compat,floe_az=za", "floe-compat,floe_az=zb")
-			checkZoneLeaders(t, tg)
-			return tg
-		}},
-	}
-	for _, target := range targets {
-		t.Run(target.name, func(t *testing.T) {
-			tg := target.start(t)
-			for _, c := range clients {
-				t.Run(c.name, func(t *testing.T) {
-					t.Parallel()
-					c.run(t, tg, c.label)
-				})
-			}
-		})
-	}
+	forEachCompatTarget(t, "floe_compat_go", func(t *testing.T, tg *compatTarget) {
+		for _, c := range clients {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, tg, c.label)
+			})
+		}
+	})
 }
+
+// forEachCompatTarget runs fn as subtest "dev" against `floe dev` and as
+// "cluster" against two agents on PostgreSQL + MinIO (database db), whose
+// clients cross agents (checkZoneLeaders). The cluster skips, or fails
+// with FLOE_REQUIRE_SERVERS=1, when the servers are unavailable, as pgtest
+// and miniotest decide.
+func forEachCompatTarget(t *testing.T, db string, fn func(t *testing.T, tg *compatTarget)) {
+	t.Run("dev", func(t *testing.T) {
+		p := startFloe(t, "dev", "--data-dir", t.TempDir())
+		fn(t, newCompatTarget(t, "dev", []*proc{p}, "floe-compat", "floe-compat"))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := newClusterTB(t, db)
+		a, b := c.startAgent(t, "--zone", "za"), c.startAgent(t, "--zone", "zb")
+		tg := newCompatTarget(t, "cluster", []*proc{a, b}, "floe-compat,floe_az=za", "floe-compat,floe_az=zb")
+		checkZoneLeaders(t, tg)
+		fn(t, tg)
+	})
+}
+
+// consumers is the consumers' bootstrap list: every agent.
+func (tg *compatTarget) consumers() string { return strings.Join(tg.seeds, ",") }
 
 // checkZoneLeaders makes sure the cluster target's clients cross agents:
 // a producer's Metadata names the first agent as every partition's
@@ -159,17 +162,24 @@ func checkZoneLeaders(t *testing.T, tg *compatTarget) {
 // compatCase runs one feature as a subtest and logs its matrix line.
 func compatCase(t *testing.T, tg *compatTarget, client, feature string, f func(t *testing.T)) {
 	t.Run(strings.ReplaceAll(feature, " ", "_"), func(t *testing.T) {
-		t.Cleanup(func() {
-			res := "pass"
-			switch {
-			case t.Failed():
-				res = "FAIL"
-			case t.Skipped():
-				res = "skip"
-			}
-			t.Logf("compat: %s | %s | %s | %s", client, tg.name, feature, res)
-		})
+		compatResult(t, client, tg.name, feature)
 		f(t)
+	})
+}
+
+// compatResult logs the (sub)test's matrix line when it ends:
+//
+//	compat: CLIENT | TARGET | FEATURE | pass|FAIL|skip
+func compatResult(t *testing.T, client, target, feature string) {
+	t.Cleanup(func() {
+		res := "pass"
+		switch {
+		case t.Failed():
+			res = "FAIL"
+		case t.Skipped():
+			res = "skip"
+		}
+		t.Logf("compat: %s | %s | %s | %s", client, target, feature, res)
 	})
 }
 

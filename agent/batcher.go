@@ -237,11 +237,11 @@ const minFlushDelay = time.Millisecond
 // before it is cut, given the last cut. After a pause (no cut within the
 // interval) it waits the whole interval, so a burst is one object. While
 // produce is continuous it is cut one interval after the last cut instead:
-// a producer with one request in flight (franz-go's idempotent producer)
-// sends its next request when the last flush answers it, and waiting a
-// whole interval from there added most of an interval to every record's
-// latency. Either way timed flushes are at least one interval apart, and
-// no batch waits longer than the interval.
+// a producer whose requests in flight are all waiting for a flush (Kafka
+// clients allow 5 per connection by default) sends its next when the last
+// flush answers, and waiting a whole interval from there added most of an
+// interval to every record's latency. Either way timed flushes are at least
+// one interval apart, and no batch waits longer than the interval.
 func flushDelay(interval time.Duration, lastCut, now time.Time) time.Duration {
 	since := now.Sub(lastCut)
 	if lastCut.IsZero() || since >= interval {

@@ -23,6 +23,10 @@ type topicCache struct {
 	byName  map[string]metadata.Topic
 	byID    map[metadata.TopicID]metadata.Topic
 	loading chan struct{} // non-nil while one goroutine reloads; others wait
+	// gen counts invalidations. A reload that an invalidation overtook
+	// read the store before the change that caused it: its maps serve the
+	// readers waiting on it but are not kept as fresh.
+	gen uint64
 }
 
 func newTopicCache(store metadata.Store, ttl time.Duration) *topicCache {
@@ -50,6 +54,7 @@ func (tc *topicCache) snapshot(ctx context.Context) (map[string]metadata.Topic, 
 		}
 		ch := make(chan struct{})
 		tc.loading = ch
+		gen := tc.gen
 		tc.mu.Unlock()
 
 		topics, err := tc.store.Topics(ctx)
@@ -65,6 +70,11 @@ func (tc *topicCache) snapshot(ctx context.Context) (map[string]metadata.Topic, 
 		for _, t := range topics {
 			byName[t.Name] = t
 			byID[t.ID] = t
+		}
+		if tc.gen != gen {
+			// Invalidated while loading: the next read loads again.
+			tc.mu.Unlock()
+			continue
 		}
 		tc.byName, tc.byID, tc.loaded = byName, byID, time.Now()
 		tc.mu.Unlock()
@@ -119,10 +129,12 @@ func (tc *topicCache) getID(ctx context.Context, id metadata.TopicID) (metadata.
 	return t, true, nil
 }
 
-// invalidate forces the next read to reload.
+// invalidate forces the next read to reload, including a read that waits
+// for a reload already under way (which may predate the change).
 func (tc *topicCache) invalidate() {
 	tc.mu.Lock()
 	tc.loaded = time.Time{}
+	tc.gen++
 	tc.mu.Unlock()
 }
 

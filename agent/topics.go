@@ -24,8 +24,8 @@ type topicCache struct {
 	byID    map[metadata.TopicID]metadata.Topic
 	loading chan struct{} // non-nil while one goroutine reloads; others wait
 	// gen counts invalidations. A reload that an invalidation overtook
-	// read the store before the change that caused it: its maps serve the
-	// readers waiting on it but are not kept as fresh.
+	// read the store before the change that caused it, so it loads again
+	// rather than keep or return what it read.
 	gen uint64
 }
 
@@ -65,16 +65,15 @@ func (tc *topicCache) snapshot(ctx context.Context) (map[string]metadata.Topic, 
 			tc.mu.Unlock()
 			return nil, nil, err
 		}
+		if tc.gen != gen {
+			tc.mu.Unlock()
+			continue // invalidated while loading
+		}
 		byName := make(map[string]metadata.Topic, len(topics))
 		byID := make(map[metadata.TopicID]metadata.Topic, len(topics))
 		for _, t := range topics {
 			byName[t.Name] = t
 			byID[t.ID] = t
-		}
-		if tc.gen != gen {
-			// Invalidated while loading: the next read loads again.
-			tc.mu.Unlock()
-			continue
 		}
 		tc.byName, tc.byID, tc.loaded = byName, byID, time.Now()
 		tc.mu.Unlock()

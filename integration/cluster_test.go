@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"net"
 	"slices"
 	"sort"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/metadata/pgtest"
 	"floe/storage/miniotest"
@@ -50,54 +48,35 @@ func (c *cluster) startAgent(t testing.TB, extra ...string) *proc {
 // heartbeat; a client bootstrapped from it before then knows that agent
 // alone until its next metadata refresh (franz-go: up to 5 minutes), and
 // has nowhere to go if that agent dies. Tests that kill an agent start from
-// a settled cluster, as a client of a long-running one would.
+// a settled cluster, as a client of a long-running one would. The agents'
+// logs are printed if the test fails.
 func (c *cluster) startAgents(t testing.TB, n int, extra ...string) []*proc {
 	t.Helper()
 	agents := make([]*proc, n)
 	for i := range agents {
 		agents[i] = c.startAgent(t, extra...)
 	}
-	waitPeers(t, agents...)
-	return agents
-}
-
-// waitPeers waits until every agent's Metadata lists every agent's address.
-func waitPeers(t testing.TB, agents ...*proc) {
-	t.Helper()
-	want := make([]string, len(agents))
-	for i, a := range agents {
-		want[i] = a.Addr
-	}
-	sort.Strings(want)
-	deadline := time.Now().Add(30 * time.Second)
-	for _, a := range agents {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(a.Addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-			cancel()
-			got = got[:0]
-			if err == nil {
-				for _, b := range resp.Brokers {
-					got = append(got, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
-				}
-				sort.Strings(got)
-				if slices.Equal(got, want) {
-					break
-				}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, a := range agents {
+				t.Logf("agent %d (%s) log:\n%s", i, a.Addr, a.Log())
 			}
-			if time.Now().After(deadline) {
-				cl.Close()
-				t.Fatalf("agent %s lists brokers %v, want %v (err %v)", a.Addr, got, want, err)
+		}
+	})
+	ctx := testContext(t, 30*time.Second)
+	for _, a := range agents {
+		for {
+			ids := nodeIDs(t, ctx, []string{a.Addr})
+			if len(ids) == n && !slices.ContainsFunc(agents, func(p *proc) bool { _, ok := ids[p.Addr]; return !ok }) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("agent %s lists brokers %v, want all %d agents", a.Addr, ids, n)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		cl.Close()
 	}
+	return agents
 }
 
 // TestAgentsOnPostgresAndMinIO runs two agents on shared PostgreSQL and MinIO:

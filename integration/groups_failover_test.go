@@ -52,13 +52,6 @@ func groupFailover(t *testing.T, db string, opts ...kgo.Opt) {
 	c := newCluster(t, db)
 	ctx := testContext(t, 5*time.Minute)
 	agents := c.startAgents(t, 3)
-	defer func() {
-		if t.Failed() {
-			for i, a := range agents {
-				t.Logf("agent %d log:\n%s", i, a.Log())
-			}
-		}
-	}()
 	seeds := []string{agents[0].Addr, agents[1].Addr, agents[2].Addr}
 	const (
 		n     = 9000

@@ -1,10 +1,10 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +51,7 @@ type batcher struct {
 	flushSeq  uint64
 	closeOnce sync.Once
 
-	// bufs recycles request frames and object buffers (see bufPool).
+	// bufs recycles produce request frames (see bufPool).
 	bufs *bufPool
 	// lastAdd is the monotonic time (ns since start) of the last add, for
 	// ProduceBusy.
@@ -90,7 +90,8 @@ type produceWaiter struct {
 	baseOffset int64
 	err        *kerr.Error
 	// frame is the request frame the batch aliases, released once the
-	// batch is copied into its object; nil if the batch owns its bytes.
+	// PUT of the batch's object has read it; nil if the batch owns its
+	// bytes.
 	frame *heldFrame
 }
 
@@ -132,7 +133,7 @@ func newBatcher(a *Agent) *batcher {
 		cutCh:    make(chan *flush, 1),
 		sem:      make(chan struct{}, max(1, a.cfg.MaxInflightFlushes)),
 		dispDone: make(chan struct{}),
-		// Idle recycled buffers are part of the agent's fixed overhead:
+		// Idle recycled frames are part of the agent's fixed overhead:
 		// half the buffer budget keeps a few objects' worth.
 		bufs: newBufPool(a.cfg.BufferBytes / 2),
 	}
@@ -278,42 +279,29 @@ func (b *batcher) run(f *flush) {
 		b.mu.Unlock()
 	}()
 
-	// The object takes the place of the frames its batches were copied
-	// from in the request budget, so those are released now rather than
-	// after the PUT and commit.
-	data, runs := f.w.FinishInto(b.bufs.get(int(f.w.Size())))
-	objBytes := int64(len(data))
-	b.a.reqBudget.take(objBytes)
-	for _, ws := range f.parts {
-		for _, pw := range ws {
-			if pw.frame != nil {
-				pw.frame.unref()
-				pw.frame = nil
-			}
-		}
+	// The object is its batches where the produce requests left them, then
+	// a footer: no copy. The request frames they alias stay held (and
+	// charged to the request budget) until the PUT has read them.
+	parts, runs := f.w.FinishParts(nil)
+	size := int64(0)
+	for _, p := range parts {
+		size += int64(len(p))
 	}
-	recycle := true
-	defer func() {
-		b.a.reqBudget.release(objBytes)
-		if recycle {
-			b.bufs.put(data)
-		}
-	}()
 	key := storage.NewObjectKey()
 	ctx := context.Background() // a flush always finishes: producers wait on it
-	err := b.put(ctx, key, data)
+	err := b.put(ctx, key, parts)
+	if err == nil {
+		b.writeThrough(key, parts, runs, start)
+	}
+	f.releaseFrames(err != nil)
 	<-f.prev
 	if err != nil {
-		// A failed PUT's HTTP transport may still be reading the body
-		// after the call returned; never hand that buffer out again.
-		recycle = false
 		b.a.log.Error("flush failed: put", "key", key, "err", err)
 		m.flushErrors.Inc()
 		f.fail(kerr.KafkaStorageError)
 		return
 	}
-	b.writeThrough(key, data, runs, start)
-	commit := metadata.ObjectCommit{Key: key, Size: int64(len(data)), AgentID: b.a.id, Runs: make([]metadata.RunCommit, len(runs))}
+	commit := metadata.ObjectCommit{Key: key, Size: size, AgentID: b.a.id, Runs: make([]metadata.RunCommit, len(runs))}
 	for i, r := range runs {
 		rc := metadata.RunCommit{
 			TopicID: metadata.TopicID(r.TopicID), Partition: r.Partition,
@@ -364,7 +352,7 @@ func (b *batcher) run(f *flush) {
 	}
 	f.fail(kerr.UnknownServerError) // any waiter without a run (cannot happen)
 	m.flushes.Inc()
-	m.flushBytes.Observe(float64(len(data)))
+	m.flushBytes.Observe(float64(size))
 	m.flushSeconds.Observe(time.Since(start).Seconds())
 	b.a.commits.broadcast()
 }
@@ -382,13 +370,14 @@ const tailReadWindow = time.Second
 // records, now or within the last second. Consumers that are behind never
 // wait: they read older objects first, by when these would have been
 // pushed out of the cache, and copying them was 12% of the agent's CPU in
-// a closed-loop run whose consumer lagged. The object's buffer goes back to
-// the pool, so the cache gets a copy.
-func (b *batcher) writeThrough(key string, data []byte, runs []storage.Run, now time.Time) {
+// a closed-loop run whose consumer lagged. The object's parts are request
+// frames, recycled once the PUT is done, so the cache gets a copy of the
+// body (all of parts but the footer, which is last).
+func (b *batcher) writeThrough(key string, parts [][]byte, runs []storage.Run, now time.Time) {
 	if b.a.tailWaiting.Load() == 0 && now.Sub(time.Unix(0, b.a.tailReadAt.Load())) > tailReadWindow {
 		return
 	}
-	cached := bytes.Clone(data)
+	cached := slices.Concat(parts[:len(parts)-1]...)
 	for _, r := range runs {
 		end := r.Offset + r.Length
 		b.a.cache.Put(key, r.Offset, cached[r.Offset:end:end])
@@ -404,13 +393,13 @@ func (c *Config) requestBudget() int64 {
 }
 
 // put writes the object, retrying transient failures a few times.
-func (b *batcher) put(ctx context.Context, key string, data []byte) error {
+func (b *batcher) put(ctx context.Context, key string, parts [][]byte) error {
 	var err error
 	for attempt := range 3 {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 		}
-		if err = b.a.bucket.Put(ctx, key, data); err == nil {
+		if err = b.a.bucket.Put(ctx, key, parts...); err == nil {
 			return nil
 		}
 	}
@@ -428,6 +417,24 @@ func (b *batcher) commit(ctx context.Context, c metadata.ObjectCommit) ([]metada
 		return nil, fmt.Errorf("commit %s: %d results for %d runs", c.Key, len(res), len(c.Runs))
 	}
 	return res, nil
+}
+
+// releaseFrames drops the flush's references to the request frames its
+// batches alias, once its PUT no longer reads them. After a failed PUT the
+// HTTP transport may still be reading the body, so the frames are spoiled:
+// never recycled for another request.
+func (f *flush) releaseFrames(spoiled bool) {
+	for _, ws := range f.parts {
+		for _, pw := range ws {
+			if pw.frame != nil {
+				if spoiled {
+					pw.frame.spoil()
+				}
+				pw.frame.unref()
+				pw.frame = nil
+			}
+		}
+	}
 }
 
 // fail answers every still-waiting waiter of the flush with code.

@@ -50,16 +50,6 @@ func (b *byteBudget) acquire(n int64, abort func() bool) bool {
 	return true
 }
 
-// take takes n bytes without waiting, even past the limit. A flush uses it
-// for its object: the object replaces the frame bytes it was copied from,
-// which are released right after, so the total stays put; and a flush
-// must never wait for readers, which wait for flushes.
-func (b *byteBudget) take(n int64) {
-	b.mu.Lock()
-	b.used += n
-	b.mu.Unlock()
-}
-
 // release returns n bytes.
 func (b *byteBudget) release(n int64) {
 	b.mu.Lock()
@@ -81,17 +71,19 @@ func (b *byteBudget) inUse() int64 {
 // heldFrame is one request frame charged to the request budget. It is
 // released — budget returned, buffer recycled — when its last reference
 // goes: the connection holds one until the request is answered, and each
-// produced batch that aliases the frame holds one until the batcher has
-// copied it into its object. So a produce frame is not held through the
-// PUT and commit of its flush (the object copy is charged instead), and an
-// acks=0 produce, answered at once, still holds its frame until its batches
-// are copied.
+// produced batch that aliases the frame holds one until the PUT of its
+// object has read it (objects are PUT from the frames, not copied out of
+// them). So an acks=0 produce, answered at once, still holds its frame
+// until its batches are stored, and a produce frame is released before
+// its flush's commit.
 type heldFrame struct {
 	budget *byteBudget
 	pool   *bufPool // nil: buf is not recycled
 	buf    []byte
 	size   int64
 	refs   atomic.Int32
+	// spoiled: a failed PUT may still be reading buf; never recycle it.
+	spoiled atomic.Bool
 }
 
 func newHeldFrame(budget *byteBudget, pool *bufPool, buf []byte, size int64) *heldFrame {
@@ -102,19 +94,22 @@ func newHeldFrame(budget *byteBudget, pool *bufPool, buf []byte, size int64) *he
 
 func (h *heldFrame) ref() { h.refs.Add(1) }
 
+// spoil keeps buf from being recycled when the frame is released.
+func (h *heldFrame) spoil() { h.spoiled.Store(true) }
+
 func (h *heldFrame) unref() {
 	if h.refs.Add(-1) != 0 {
 		return
 	}
 	h.budget.release(h.size)
-	if h.pool != nil {
+	if h.pool != nil && !h.spoiled.Load() {
 		h.pool.put(h.buf)
 	}
 	h.buf = nil
 }
 
-// bufPool recycles the large buffers of the produce path (request frames
-// and flushed objects). A fresh multi-megabyte buffer costs zeroing and
+// bufPool recycles the large buffers of the produce path: produce request
+// frames, which hold the batches until their object is stored. A fresh multi-megabyte buffer costs zeroing and
 // page faults, and dropped ones grow the heap between collections; the
 // profile of a closed-loop produce was dominated by both.
 //
@@ -163,7 +158,7 @@ func (p *bufPool) get(n int) []byte {
 		return make([]byte, n)
 	}
 	p.mu.Lock()
-	// Frames and objects vary in size: a free buffer up to twice the size
+	// Frames vary in size: a free buffer up to twice the size
 	// (four classes up) serves better than a fresh allocation, which would
 	// add to the heap while idle buffers sit in the pool.
 	for k := c; k < min(c+5, poolClasses); k++ {

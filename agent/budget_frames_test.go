@@ -2,13 +2,16 @@ package agent
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"floe/storage"
 	"floe/storage/faulty"
 	"floe/storage/mem"
 )
@@ -99,13 +102,13 @@ func TestHeldFrameReleasedByLastReference(t *testing.T) {
 	}
 }
 
-// TestAcksZeroFrameHeldUntilCopied: an acks=0 produce is answered (with
+// TestAcksZeroFrameHeldUntilStored: an acks=0 produce is answered (with
 // nothing) at once, but its batch still aliases the request frame until
-// the flush copies it; the frame used to leave the request budget with the
-// answer, so memory held by acks=0 producers went uncounted. Now the frame
-// is charged until the copy, then the object is charged until it is
-// committed, and the budget is empty once the flush is done.
-func TestAcksZeroFrameHeldUntilCopied(t *testing.T) {
+// the PUT of its object has read it; the frame used to leave the request
+// budget with the answer, so memory held by acks=0 producers went
+// uncounted. Now the frame is charged through the PUT, and the budget is
+// empty once the flush is done.
+func TestAcksZeroFrameHeldUntilStored(t *testing.T) {
 	bucket := &faulty.Bucket{Bucket: mem.New(), Latency: 300 * time.Millisecond}
 	ta := newTestAgent(t, bucket, func(c *Config) { c.FlushInterval = time.Hour })
 	cl := ta.client(t)
@@ -164,17 +167,74 @@ func TestAcksZeroFrameHeldUntilCopied(t *testing.T) {
 	}
 
 	ta.batcher.cut(0)
-	// During the slow PUT only the object is charged: batch, one run and
-	// the fixed footer.
-	ow := storage.NewObjectWriter()
-	ow.Add(storage.TopicID{}, 0, batch, 3, 0, 0)
-	objectSize := ow.Size()
-	waitFor("only the object is charged", func() bool { return ta.reqBudget.inUse() == objectSize })
+	// During the slow PUT the frame is still charged: the PUT reads the
+	// batch from it.
+	time.Sleep(100 * time.Millisecond)
+	if got, want := ta.reqBudget.inUse(), int64(len(frame)-4); got != want {
+		t.Fatalf("request budget holds %d bytes during the PUT, want the frame's %d", got, want)
+	}
 	waitFor("the flush is done and the budget empty", func() bool {
 		ta.batcher.mu.Lock()
 		defer ta.batcher.mu.Unlock()
 		return ta.batcher.buffered == 0 && ta.reqBudget.inUse() == 0
 	})
+}
+
+// TestFailedPutSpoilsFrames: after a failed PUT (whose HTTP transport may
+// still be reading the body) the frames the object was made of are
+// released from the budget but never recycled for another request; after
+// a successful one they are.
+func TestFailedPutSpoilsFrames(t *testing.T) {
+	var fail atomic.Bool
+	bucket := &faulty.Bucket{Bucket: mem.New(), BeforePut: func(string) error {
+		if fail.Load() {
+			return errors.New("injected put failure")
+		}
+		return nil
+	}}
+	ta := newTestAgent(t, bucket, func(c *Config) { c.FlushInterval = 10 * time.Millisecond })
+	// One attempt per record: the failing produce ends with its first
+	// KAFKA_STORAGE_ERROR instead of retrying.
+	cl := ta.client(t, kgo.RecordRetries(0), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ta.createTopic(t, cl, "spoil", 1)
+	big := make([]byte, 100<<10) // frames over 64 KiB are pooled
+	produce := func() error {
+		return cl.ProduceSync(t.Context(), &kgo.Record{Topic: "spoil", Value: big}).FirstErr()
+	}
+	pooled := func() int64 {
+		p := ta.batcher.bufs
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.held
+	}
+
+	if err := produce(); err != nil {
+		t.Fatal(err)
+	}
+	// The connection's reference goes once the answer is written.
+	for deadline := time.Now().Add(5 * time.Second); pooled() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a stored produce frame was not recycled")
+		}
+	}
+	// Empty the pool, then fail every PUT: the failed produce's frame must
+	// not come back.
+	p := ta.batcher.bufs
+	p.mu.Lock()
+	p.free, p.held = [poolClasses][][]byte{}, 0
+	p.mu.Unlock()
+	fail.Store(true)
+	if err := produce(); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("produce with every PUT failing: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	time.Sleep(50 * time.Millisecond) // the connection's reference goes with the answer
+	if n := pooled(); n != 0 {
+		t.Fatalf("%d bytes of frames recycled after failed PUTs", n)
+	}
+	if n := ta.reqBudget.inUse(); n != 0 {
+		t.Fatalf("request budget holds %d bytes after the failed flushes", n)
+	}
 }
 
 func TestFlushDelay(t *testing.T) {

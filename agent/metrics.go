@@ -92,10 +92,14 @@ func (b *meteredBucket) observe(op string, n int, start time.Time, err error) {
 	b.m.bucketSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
 }
 
-func (b *meteredBucket) Put(ctx context.Context, key string, data []byte) error {
+func (b *meteredBucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 	start := time.Now()
-	err := b.Bucket.Put(ctx, key, data)
-	b.observe("put", len(data), start, err)
+	err := b.Bucket.Put(ctx, key, parts...)
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	b.observe("put", n, start, err)
 	return err
 }
 

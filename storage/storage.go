@@ -29,9 +29,14 @@ type ObjectInfo struct {
 // Bucket is the whole of what floe asks of an object store. Objects are
 // immutable once written: floe never overwrites a key it has written.
 type Bucket interface {
-	// Put stores data under key, replacing nothing floe relies on: keys are
-	// unique per flush. It returns only once the object is durable.
-	Put(ctx context.Context, key string, data []byte) error
+	// Put stores the concatenation of parts under key, replacing nothing
+	// floe relies on: keys are unique per flush. It returns only once the
+	// object is durable. An object given as several parts (a flush's
+	// batches where the requests left them, then its footer) is stored
+	// without first being copied into one buffer. Put may still be reading
+	// the parts after it returned an error (an HTTP transport finishing a
+	// body), so a caller must not reuse them then.
+	Put(ctx context.Context, key string, parts ...[]byte) error
 	// PutIfAbsent stores data under key only if no object exists there yet
 	// (If-None-Match: *); otherwise it returns ErrExists.
 	PutIfAbsent(ctx context.Context, key string, data []byte) error

@@ -83,11 +83,11 @@ func (b *Bucket) beforeGet(ctx context.Context, key string) error {
 }
 
 // Put applies the put faults around the real Put.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
+func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 	if err := b.beforePut(ctx, key); err != nil {
 		return err
 	}
-	if err := b.Bucket.Put(ctx, key, data); err != nil {
+	if err := b.Bucket.Put(ctx, key, parts...); err != nil {
 		return err
 	}
 	return b.afterPut(key)

@@ -80,9 +80,10 @@ func (b *Bucket) path(key string) (string, error) {
 	return filepath.Join(b.dir, filepath.FromSlash(key)), nil
 }
 
-// Put writes data under key durably, replacing any existing object.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
-	if err := b.put(ctx, key, data, false); err != nil {
+// Put writes the concatenated parts under key durably, replacing any
+// existing object.
+func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
+	if err := b.put(ctx, key, parts, false); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
@@ -91,13 +92,13 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 // PutIfAbsent writes data under key durably unless key exists, in which case
 // it returns storage.ErrExists. The check and the write are one link(2).
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := b.put(ctx, key, data, true); err != nil {
+	if err := b.put(ctx, key, [][]byte{data}, true); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
 }
 
-func (b *Bucket) put(ctx context.Context, key string, data []byte, exclusive bool) error {
+func (b *Bucket) put(ctx context.Context, key string, parts [][]byte, exclusive bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (b *Bucket) put(ctx context.Context, key string, data []byte, exclusive boo
 	if err := b.mkdirAll(dir); err != nil {
 		return err
 	}
-	tmp, err := writeTemp(dir, data)
+	tmp, err := writeTemp(dir, parts)
 	if err != nil {
 		return err
 	}
@@ -135,9 +136,9 @@ func (b *Bucket) put(ctx context.Context, key string, data []byte, exclusive boo
 	return syncDir(dir)
 }
 
-// writeTemp writes data to a fresh temp file in dir, fsynced and closed,
-// and returns its path.
-func writeTemp(dir string, data []byte) (string, error) {
+// writeTemp writes the concatenated parts to a fresh temp file in dir,
+// fsynced and closed, and returns its path.
+func writeTemp(dir string, parts [][]byte) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
@@ -145,7 +146,7 @@ func writeTemp(dir string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	err = writeParts(f, parts)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -32,12 +32,12 @@ func New() *Bucket {
 	return &Bucket{objects: make(map[string]object)}
 }
 
-// Put stores a copy of data under key.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
+// Put stores a copy of the concatenated parts under key.
+func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := object{data: slices.Clone(data), modTime: time.Now()}
+	o := object{data: slices.Concat(parts...), modTime: time.Now()}
 	b.mu.Lock()
 	b.objects[key] = o
 	b.mu.Unlock()

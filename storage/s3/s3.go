@@ -212,13 +212,14 @@ func isNotFound(err error) bool {
 	return httpStatus(err) == http.StatusNotFound
 }
 
-// Put uploads data under key.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
+// Put uploads the concatenated parts under key.
+func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
+	body := newPartsReader(parts)
 	_, err := b.client.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket:        &b.bucket,
 		Key:           aws.String(b.prefix + key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
+		Body:          body,
+		ContentLength: aws.Int64(body.size),
 	})
 	if err != nil {
 		return fmt.Errorf("s3 put %s: %w", key, err)

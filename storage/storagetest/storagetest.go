@@ -28,6 +28,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) storage.Bucket) {
 		{"Size", testSize},
 		{"NotFound", testNotFound},
 		{"Delete", testDelete},
+		{"PutParts", testPutParts},
 		{"PutIfAbsent", testPutIfAbsent},
 		{"PutIfAbsentRace", testPutIfAbsentRace},
 		{"List", testList},
@@ -86,6 +87,26 @@ func testPutGet(t *testing.T, b storage.Bucket) {
 	got := mustGet(t, b, "k", 0, -1)
 	got[0] = 'X' // and must hand out copies
 	checkGet(t, b, "k", 0, -1, []byte("hello, object storage"))
+}
+
+// testPutParts: an object given as parts (empty ones, and more of them
+// than one writev takes) is stored as their concatenation.
+func testPutParts(t *testing.T, b storage.Bucket) {
+	var parts [][]byte
+	var want []byte
+	for i := range 1500 {
+		p := pattern(i%7, uint64(i)) // every seventh part is empty
+		parts = append(parts, p)
+		want = append(want, p...)
+	}
+	if err := b.Put(t.Context(), "parts", parts...); err != nil {
+		t.Fatalf("Put of %d parts: %v", len(parts), err)
+	}
+	checkGet(t, b, "parts", 0, -1, want)
+	if err := b.Put(t.Context(), "no-parts"); err != nil {
+		t.Fatalf("Put of no parts: %v", err)
+	}
+	checkGet(t, b, "no-parts", 0, -1, []byte{})
 }
 
 func testGetRange(t *testing.T, b storage.Bucket) {

@@ -106,6 +106,11 @@ func matrix(d time.Duration) []*scenario {
 		{Name: "pg-minio-max", Title: "agent on PostgreSQL + MinIO, closed loop (max throughput)", Store: "pg-minio", Profile: true,
 			FlushInterval: 250 * time.Millisecond,
 			BenchArgs:     with("--raw-put-concurrency", "4")},
+		// The raw PUT baseline only writes: the agent's ingest is compared
+		// with it without a consumer taking the same cores.
+		{Name: "pg-minio-produce", Title: "agent on PostgreSQL + MinIO, closed-loop produce only (ingest throughput)", Store: "pg-minio",
+			FlushInterval: 250 * time.Millisecond, Mode: bench.ModeProduce,
+			BenchArgs: with("--raw-put-concurrency", "4")},
 		{Name: "pg-minio-rate", Title: "agent on PostgreSQL + MinIO, 10 000 records/s (latency)", Store: "pg-minio",
 			FlushInterval: 250 * time.Millisecond,
 			BenchArgs:     rate("--rate", "10000", "--kfake", "--raw-put-concurrency", "4", "--raw-put-duration", "5s")},

@@ -52,20 +52,26 @@ func evaluate(ss []*scenario) []targetResult {
 	var out []targetResult
 	missing := func(t string) { out = append(out, targetResult{t, "–", "not measured"}) }
 
-	t := "one agent over MinIO ≥ 0.8× raw MinIO PUT throughput at the same object size"
-	if s := find(ss, "pg-minio-max"); s != nil {
-		if f, _, raw := byKind(s); f != nil && raw != nil && raw.Produced.MBPerS > 0 {
-			r := f.Produced.MBPerS / raw.Produced.MBPerS
-			out = append(out, targetResult{t, fmt.Sprintf("%.1f MB/s vs %.1f MB/s raw (%d B objects, %d PUTs at once): %.2f×",
-				f.Produced.MBPerS, raw.Produced.MBPerS, raw.RawPut.ObjectSize, raw.RawPut.Concurrency, r), status(r >= 0.8)})
-		} else {
+	// The target is the agent's ingest (pg-minio-produce); the same ratio
+	// with a consumer reading meanwhile (pg-minio-max) is shown beside it.
+	for _, name := range []string{"pg-minio-produce", "pg-minio-max"} {
+		t := "one agent over MinIO ≥ 0.8× raw MinIO PUT throughput at the same object size (" + name + ")"
+		s := find(ss, name)
+		if s == nil {
 			missing(t)
+			continue
 		}
-	} else {
-		missing(t)
+		f, _, raw := byKind(s)
+		if f == nil || raw == nil || raw.Produced.MBPerS <= 0 {
+			missing(t)
+			continue
+		}
+		r := f.Produced.MBPerS / raw.Produced.MBPerS
+		out = append(out, targetResult{t, fmt.Sprintf("%.1f MB/s vs %.1f MB/s raw (%d B objects, %d PUTs at once): %.2f×",
+			f.Produced.MBPerS, raw.Produced.MBPerS, raw.RawPut.ObjectSize, raw.RawPut.Concurrency, r), status(r >= 0.8)})
 	}
 
-	t = "floe dev ≥ 2× kfake's throughput on the same bench"
+	t := "floe dev ≥ 2× kfake's throughput on the same bench"
 	if s := find(ss, "dev-max"); s != nil {
 		if f, k, _ := byKind(s); f != nil && k != nil && k.Produced.MBPerS > 0 {
 			r := f.Produced.MBPerS / k.Produced.MBPerS

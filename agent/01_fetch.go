@@ -198,6 +198,9 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 		return 0, nil
 	}
 	if entries == nil {
+		entries = a.headEntries(topic, sp.Partition, offset, st)
+	}
+	if entries == nil {
 		var err error
 		entries, err = a.store.Lookup(ctx, topic, sp.Partition, offset, max(limit, 1), lookupLimit)
 		if err != nil {
@@ -333,6 +336,10 @@ func (a *Agent) prefetch(ctx context.Context, topic metadata.TopicID, parts []km
 			end = min(end, first)
 		}
 		if rp.FetchOffset < st.LogStartOffset || rp.FetchOffset >= end {
+			continue
+		}
+		if hs := a.headEntries(topic, rp.Partition, rp.FetchOffset, st); hs != nil {
+			looked[i] = hs
 			continue
 		}
 		limit := budget

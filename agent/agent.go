@@ -66,6 +66,9 @@ type Agent struct {
 	// read cache as they are written (batcher.writeThrough).
 	tailWaiting atomic.Int32
 	tailReadAt  atomic.Int64
+	// heads holds the index entries of those objects, for the consumers
+	// they wake (see heads).
+	heads *heads
 
 	connMu  sync.Mutex
 	conns   map[*conn]struct{}
@@ -88,6 +91,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		metrics:  m,
 		id:       hex.EncodeToString(idb[:]),
 		commits:  newBroadcaster(),
+		heads:    newHeads(),
 		conns:    make(map[*conn]struct{}),
 		stopping: make(chan struct{}),
 	}

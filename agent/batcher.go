@@ -290,8 +290,9 @@ func (b *batcher) run(f *flush) {
 	key := storage.NewObjectKey()
 	ctx := context.Background() // a flush always finishes: producers wait on it
 	err := b.put(ctx, key, parts)
+	cached := false
 	if err == nil {
-		b.writeThrough(key, parts, runs, start)
+		cached = b.writeThrough(key, parts, runs, start)
 	}
 	f.releaseFrames(err != nil)
 	<-f.prev
@@ -325,8 +326,10 @@ func (b *batcher) run(f *flush) {
 		f.fail(kerr.KafkaStorageError)
 		return
 	}
+	now := time.Now()
 	for i, r := range runs {
 		k := partKey{metadata.TopicID(r.TopicID), r.Partition}
+		whole := results[i].Err == nil // every batch got its offsets
 		for j, pw := range f.parts[k] {
 			res := results[i]
 			switch {
@@ -346,9 +349,21 @@ func (b *batcher) run(f *flush) {
 				// A duplicate is answered with its original offset.
 				pw.baseOffset = res.Batches[j].BaseOffset
 			}
+			if pw.err != nil || (j < len(res.Batches) && res.Batches[j].Duplicate) {
+				whole = false
+			}
 			close(pw.done)
 		}
 		delete(f.parts, k)
+		if cached && whole {
+			// The run is one index row, exactly as the store has it.
+			base := results[i].BaseOffset
+			b.a.heads.set(metadata.IndexEntry{
+				TopicID: k.topic, Partition: k.partition, BaseOffset: base, EndOffset: base + r.Records,
+				ObjectKey: key, ByteOffset: r.Offset, ByteLength: r.Length, Batches: r.Batches,
+				MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp,
+			}, now)
+		}
 	}
 	f.fail(kerr.UnknownServerError) // any waiter without a run (cannot happen)
 	m.flushes.Inc()
@@ -373,15 +388,18 @@ const tailReadWindow = time.Second
 // a closed-loop run whose consumer lagged. The object's parts are request
 // frames, recycled once the PUT is done, so the cache gets a copy of the
 // body (all of parts but the footer, which is last).
-func (b *batcher) writeThrough(key string, parts [][]byte, runs []storage.Run, now time.Time) {
+//
+// It reports whether it cached the runs.
+func (b *batcher) writeThrough(key string, parts [][]byte, runs []storage.Run, now time.Time) bool {
 	if b.a.tailWaiting.Load() == 0 && now.Sub(time.Unix(0, b.a.tailReadAt.Load())) > tailReadWindow {
-		return
+		return false
 	}
 	cached := slices.Concat(parts[:len(parts)-1]...)
 	for _, r := range runs {
 		end := r.Offset + r.Length
 		b.a.cache.Put(key, r.Offset, cached[r.Offset:end:end])
 	}
+	return true
 }
 
 // requestBudget is the request budget's limit (see RequestBufferBytes).

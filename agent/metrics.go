@@ -24,6 +24,7 @@ type metrics struct {
 	producedRecords   prometheus.Counter
 	fetchedBytes      prometheus.Counter
 	fetchedRecords    prometheus.Counter
+	headReads         prometheus.Counter
 	produceSeconds    prometheus.Histogram
 	fetchSeconds      prometheus.Histogram
 	flushes           prometheus.Counter
@@ -51,6 +52,7 @@ func newMetrics() *metrics {
 		producedRecords:   prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_produced_records_total", Help: "Records accepted by Produce."}),
 		fetchedBytes:      prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_fetched_bytes_total", Help: "Record batch bytes returned by Fetch."}),
 		fetchedRecords:    prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_fetched_records_total", Help: "Offsets spanned by the batches Fetch returned."}),
+		headReads:         prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_fetch_head_reads_total", Help: "Partitions of fetches served from this agent's own last commit, without an index look-up."}),
 		produceSeconds:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_produce_duration_seconds", Help: "Produce latency (acks>0), from request to answer.", Buckets: latency}),
 		fetchSeconds:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_agent_fetch_duration_seconds", Help: "Fetch latency including long-poll waits.", Buckets: latency}),
 		flushes:           prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_flushes_total", Help: "Flushed objects committed."}),
@@ -66,7 +68,7 @@ func newMetrics() *metrics {
 		liveAgents:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_live_agents", Help: "Live agents in the cluster as last seen."}),
 	}
 	m.reg.MustRegister(m.connections, m.requestBytes, m.responseBytes, m.requestSeconds,
-		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.produceSeconds, m.fetchSeconds,
+		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.headReads, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
 		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -147,6 +147,15 @@ func (c *Cache) Put(key string, offset int64, data []byte) {
 	c.insert(k, data)
 }
 
+// Has reports whether the range is cached, so GetRange would return it
+// without a GET.
+func (c *Cache) Has(key string, offset, length int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[rangeKey{key: key, offset: offset, length: length}]
+	return ok
+}
+
 // fill runs one shared GET and publishes its result.
 func (c *Cache) fill(ctx context.Context, k rangeKey, f *flight) {
 	data, err := c.bucket.GetRange(ctx, k.key, k.offset, k.length)

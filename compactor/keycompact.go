@@ -168,13 +168,14 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 		b.endSegment()
 		i = j
 	}
-	object, runs := b.w.Finish()
+	size := b.w.Size()
+	parts, runs := b.w.FinishParts(nil)
 	if len(runs) > 1 {
 		return fmt.Errorf("key compaction wrote %d runs for one partition", len(runs))
 	}
 	key := storage.NewObjectKey()
 	start := time.Now()
-	if err := c.bucket.Put(ctx, key, object); err != nil {
+	if err := c.bucket.Put(ctx, key, parts...); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	if time.Since(start) > c.cfg.Grace/2 {
@@ -182,7 +183,7 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 		return fmt.Errorf("key compaction PUT took more than half the grace period: abandoned")
 	}
 	err = c.store.ReplaceRows(ctx, metadata.Replacement{
-		Sources: rows, Key: key, Size: int64(len(object)), Level: KeyCompactedLevel,
+		Sources: rows, Key: key, Size: size, Level: KeyCompactedLevel,
 		Rows: b.rows, Grace: c.cfg.Grace,
 	})
 	if errors.Is(err, metadata.ErrConflict) {

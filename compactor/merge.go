@@ -69,13 +69,15 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 			return err
 		}
 	}
-	object, runs := w.Finish()
+	// PUT as parts: the sources' bytes are not copied into one buffer.
+	size := w.Size()
+	parts, runs := w.FinishParts(nil)
 	newRows := mergedRows(rows, runs)
 	if err := p.step(ctx); err != nil {
 		return err
 	}
 	key := storage.NewObjectKey()
-	if err := c.bucket.Put(ctx, key, object); err != nil {
+	if err := c.bucket.Put(ctx, key, parts...); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	// An unknown object older than the grace period is deleted as an orphan
@@ -87,7 +89,7 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 		return fmt.Errorf("merge took %v, more than half the grace period %v: abandoned", time.Since(start), c.cfg.Grace)
 	}
 	err = c.store.ReplaceRows(ctx, metadata.Replacement{
-		Sources: rows, Key: key, Size: int64(len(object)), Level: job.Level + 1,
+		Sources: rows, Key: key, Size: size, Level: job.Level + 1,
 		Rows: newRows, Grace: c.cfg.Grace,
 	})
 	if errors.Is(err, metadata.ErrConflict) {
@@ -103,9 +105,9 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 	}
 	c.metrics.merges.Inc()
 	c.metrics.mergedObjects.Add(float64(len(job.Keys)))
-	c.metrics.mergedBytes.Add(float64(len(object)))
+	c.metrics.mergedBytes.Add(float64(size))
 	c.log.Debug("merged", "key", key, "level", job.Level+1, "sources", len(job.Keys),
-		"rows_before", len(rows), "rows_after", len(newRows), "bytes", len(object))
+		"rows_before", len(rows), "rows_after", len(newRows), "bytes", size)
 	return nil
 }
 

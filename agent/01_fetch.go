@@ -219,7 +219,7 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 	}
 	out := sp.RecordBatches
 	if need = min(need, limit); need > int64(cap(out)) {
-		out = make([]byte, 0, need)
+		out = a.fetchBufs.get(int(need))[:0]
 	}
 	for _, e := range entries {
 		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
@@ -251,6 +251,18 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 		}
 	}
 	return int64(len(out)), nil
+}
+
+// releaseFetchBuffers hands the record buffers of a written Fetch answer
+// back to the pool fetchPartition takes them from.
+func (a *Agent) releaseFetchBuffers(resp *kmsg.FetchResponse) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			p := &resp.Topics[i].Partitions[j]
+			a.fetchBufs.put(p.RecordBatches)
+			p.RecordBatches = nil
+		}
+	}
 }
 
 // appendBatches copies the batches of one run (whose first batch has offset

@@ -1,10 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -394,7 +394,7 @@ func (b *batcher) writeThrough(key string, parts [][]byte, runs []storage.Run, n
 	if b.a.tailWaiting.Load() == 0 && now.Sub(time.Unix(0, b.a.tailReadAt.Load())) > tailReadWindow {
 		return false
 	}
-	cached := slices.Concat(parts[:len(parts)-1]...)
+	cached := bytes.Join(parts[:len(parts)-1], nil) // not zeroed first, unlike slices.Concat
 	for _, r := range runs {
 		end := r.Offset + r.Length
 		b.a.cache.Put(key, r.Offset, cached[r.Offset:end:end])

@@ -300,8 +300,10 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 	var buf bytes.Buffer
 	if n := aws.ToInt64(out.ContentLength); n > 0 {
 		// Trust the announced length only so far: a lying server must
-		// not make us allocate gigabytes up front.
-		buf.Grow(int(min(n, 64<<20)))
+		// not make us allocate gigabytes up front. ReadFrom wants
+		// MinRead bytes free for its last read (the one that sees EOF):
+		// without them it reallocates at twice the size and copies all.
+		buf.Grow(int(min(n, 64<<20)) + bytes.MinRead)
 	}
 	if _, err := io.Copy(&buf, out.Body); err != nil {
 		return nil, fmt.Errorf("s3 get %s: read body: %w", key, err)

@@ -108,10 +108,11 @@ func (h *heldFrame) unref() {
 	h.buf = nil
 }
 
-// bufPool recycles the large buffers of the produce path: produce request
-// frames, which hold the batches until their object is stored. A fresh multi-megabyte buffer costs zeroing and
-// page faults, and dropped ones grow the heap between collections; the
-// profile of a closed-loop produce was dominated by both.
+// bufPool recycles large buffers: produce request frames, which hold their
+// batches until their object is stored, and Fetch answers' record sets,
+// until the connection has written them. A fresh multi-megabyte buffer
+// costs zeroing and page faults, and dropped ones grow the heap between
+// collections; the profile of a closed-loop produce was dominated by both.
 //
 // Buffers come in size classes four per power of two (so at most a quarter
 // of a buffer is slack); the free lists together hold at most max bytes, so
@@ -158,7 +159,7 @@ func (p *bufPool) get(n int) []byte {
 		return make([]byte, n)
 	}
 	p.mu.Lock()
-	// Frames vary in size: a free buffer up to twice the size
+	// Buffers vary in size: a free buffer up to twice the size
 	// (four classes up) serves better than a fresh allocation, which would
 	// add to the heap while idle buffers sit in the pool.
 	for k := c; k < min(c+5, poolClasses); k++ {

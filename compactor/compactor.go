@@ -103,6 +103,9 @@ type Compactor struct {
 	metrics *metrics
 	// now is the clock of retention and tombstone expiry; tests may set it.
 	now func() time.Time
+	// gaugeKeys are the per-level gauge series last set (refreshGauges).
+	gaugeMu   sync.Mutex
+	gaugeKeys map[levelState]float64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -62,10 +62,17 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// refreshGauges sets the per-level gauges from the store.
+// levelState labels the per-level gauges.
+type levelState struct{ level, state string }
+
+// refreshGauges sets the per-level gauges from the store. Live level-0
+// objects are always shown, at 0 when there are none, so the series exist
+// from the first round on; series whose objects are all gone are removed
+// after the others are set, so a scrape never finds the gauges empty
+// half-way through a refresh.
 func (c *Compactor) refreshGauges(ctx context.Context) error {
-	c.metrics.objects.Reset()
-	c.metrics.objectBytes.Reset()
+	counts := map[levelState]float64{{"0", metadata.ObjectLive}: 0}
+	sizes := map[levelState]float64{{"0", metadata.ObjectLive}: 0}
 	var oldest time.Time
 	for _, state := range []string{metadata.ObjectLive, metadata.ObjectReplaced} {
 		objs, err := c.store.Objects(ctx, state)
@@ -73,14 +80,27 @@ func (c *Compactor) refreshGauges(ctx context.Context) error {
 			return err
 		}
 		for _, o := range objs {
-			l := strconv.Itoa(o.Level)
-			c.metrics.objects.WithLabelValues(l, state).Inc()
-			c.metrics.objectBytes.WithLabelValues(l, state).Add(float64(o.Size))
+			k := levelState{strconv.Itoa(o.Level), state}
+			counts[k]++
+			sizes[k] += float64(o.Size)
 			if state == metadata.ObjectLive && o.Level == 0 && (oldest.IsZero() || o.CreatedAt.Before(oldest)) {
 				oldest = o.CreatedAt
 			}
 		}
 	}
+	c.gaugeMu.Lock()
+	for k, n := range counts {
+		c.metrics.objects.WithLabelValues(k.level, k.state).Set(n)
+		c.metrics.objectBytes.WithLabelValues(k.level, k.state).Set(sizes[k])
+	}
+	for k := range c.gaugeKeys {
+		if _, ok := counts[k]; !ok {
+			c.metrics.objects.DeleteLabelValues(k.level, k.state)
+			c.metrics.objectBytes.DeleteLabelValues(k.level, k.state)
+		}
+	}
+	c.gaugeKeys = counts
+	c.gaugeMu.Unlock()
 	if oldest.IsZero() {
 		c.metrics.lag.Set(0)
 	} else {

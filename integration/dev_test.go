@@ -63,9 +63,13 @@ func TestDevCodecsRoundTripAndRestart(t *testing.T) {
 		t.Fatalf("%v flushes, %v PUTs, %v flush errors", flushes, puts, p.metric(t, "floe_agent_flush_errors_total"))
 	}
 	t.Logf("%v flushes for %d records", flushes, len(codecs)*n)
-	// The in-process compactor's metrics are served beside the agent's.
-	if body := p.metricsText(t); !strings.Contains(body, "floe_compactor_objects") {
-		t.Fatalf("floe dev /metrics lacks the compactor's metrics")
+	// The in-process compactor's metrics are served beside the agent's
+	// (from the end of its first round, which starts with the process).
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.metricsText(t), "floe_compactor_objects"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("floe dev /metrics lacks the compactor's metrics")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	// Restart: the same data is served and offsets continue.

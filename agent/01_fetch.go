@@ -219,7 +219,7 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 	}
 	out := sp.RecordBatches
 	if need = min(need, limit); need > int64(cap(out)) {
-		out = a.fetchBufs.get(int(need))[:0]
+		out = a.batcher.bufs.get(int(need))[:0]
 	}
 	for _, e := range entries {
 		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
@@ -254,12 +254,13 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 }
 
 // releaseFetchBuffers hands the record buffers of a written Fetch answer
-// back to the pool fetchPartition takes them from.
+// back to the pool fetchPartition takes them from (the one produce frames
+// come from: their idle buffers are one fixed overhead).
 func (a *Agent) releaseFetchBuffers(resp *kmsg.FetchResponse) {
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			a.fetchBufs.put(p.RecordBatches)
+			a.batcher.bufs.put(p.RecordBatches)
 			p.RecordBatches = nil
 		}
 	}

@@ -69,9 +69,6 @@ type Agent struct {
 	// heads holds the index entries of those objects, for the consumers
 	// they wake (see heads).
 	heads *heads
-	// fetchBufs recycles the record buffers of Fetch answers once the
-	// connection has written them.
-	fetchBufs *bufPool
 
 	connMu  sync.Mutex
 	conns   map[*conn]struct{}
@@ -88,18 +85,15 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	_, _ = rand.Read(idb[:])
 	m := newMetrics()
 	a := &Agent{
-		cfg:     cfg,
-		log:     log.With("component", "agent"),
-		store:   store,
-		metrics: m,
-		id:      hex.EncodeToString(idb[:]),
-		commits: newBroadcaster(),
-		heads:   newHeads(),
-		// Idle answer buffers are part of the fixed overhead, as the
-		// produce frames' are.
-		fetchBufs: newBufPool(cfg.BufferBytes / 2),
-		conns:     make(map[*conn]struct{}),
-		stopping:  make(chan struct{}),
+		cfg:      cfg,
+		log:      log.With("component", "agent"),
+		store:    store,
+		metrics:  m,
+		id:       hex.EncodeToString(idb[:]),
+		commits:  newBroadcaster(),
+		heads:    newHeads(),
+		conns:    make(map[*conn]struct{}),
+		stopping: make(chan struct{}),
 	}
 	a.bucket = &meteredBucket{Bucket: bucket, m: m}
 	a.cache = storage.NewCache(a.bucket, cfg.CacheBytes)

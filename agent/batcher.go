@@ -51,7 +51,8 @@ type batcher struct {
 	flushSeq  uint64
 	closeOnce sync.Once
 
-	// bufs recycles produce request frames (see bufPool).
+	// bufs recycles produce request frames and Fetch answers' record
+	// buffers (see bufPool).
 	bufs *bufPool
 	// lastAdd is the monotonic time (ns since start) of the last add, for
 	// ProduceBusy.
@@ -133,7 +134,7 @@ func newBatcher(a *Agent) *batcher {
 		cutCh:    make(chan *flush, 1),
 		sem:      make(chan struct{}, max(1, a.cfg.MaxInflightFlushes)),
 		dispDone: make(chan struct{}),
-		// Idle recycled frames are part of the agent's fixed overhead:
+		// Idle recycled buffers are part of the agent's fixed overhead:
 		// half the buffer budget keeps a few objects' worth.
 		bufs: newBufPool(a.cfg.BufferBytes / 2),
 	}

@@ -384,6 +384,9 @@ func (a *Agent) prefetch(ctx context.Context, topic metadata.TopicID, parts []km
 		out[rp.Partition] = looked[i]
 		for _, e := range looked[i] {
 			planned += e.ByteLength
+			if a.cache.Has(e.ObjectKey, e.ByteOffset, e.ByteLength) {
+				continue // written through, or read before: nothing to start
+			}
 			a.bgReads.Add(1)
 			go func() {
 				defer a.bgReads.Done()

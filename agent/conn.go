@@ -299,7 +299,8 @@ func (c *conn) writeLoop() {
 		}
 		f.resp.SetVersion(respVersion(f))
 		if fr, ok := f.resp.(*kmsg.FetchResponse); ok {
-			if !c.writeFetch(bw, &buf, &parts, f.hdr, fr) {
+			var ok bool
+			if buf, parts, ok = c.writeFetch(bw, buf, parts, f.hdr, fr); !ok {
 				broken = true
 				c.close()
 			}
@@ -318,33 +319,33 @@ func (c *conn) writeLoop() {
 // writeFetch writes a Fetch answer: its large record sets straight from the
 // buffers fetchPartition built, with one vectored write after the answers
 // buffered before it, instead of copied into one frame first. The record
-// buffers go back to the fetch pool once written. It reports false when
-// the connection broke.
-func (c *conn) writeFetch(bw *bufio.Writer, buf *[]byte, parts *[][]byte, hdr kafkaproto.RequestHeader, resp *kmsg.FetchResponse) bool {
+// buffers go back to the pool once written. buf and parts are the
+// writer's scratch, returned for the next answer; ok is false when the
+// connection broke.
+func (c *conn) writeFetch(bw *bufio.Writer, buf []byte, parts [][]byte, hdr kafkaproto.RequestHeader, resp *kmsg.FetchResponse) ([]byte, [][]byte, bool) {
 	defer c.a.releaseFetchBuffers(resp)
-	var ok bool
-	*buf, *parts, ok = kafkaproto.FetchResponseParts(*buf, *parts, hdr, resp)
+	buf, parts, ok := kafkaproto.FetchResponseParts(buf, parts, hdr, resp)
 	if !ok {
-		*buf = kafkaproto.AppendResponse((*buf)[:0], hdr, resp)
-		*parts = append((*parts)[:0], *buf)
+		buf = kafkaproto.AppendResponse(buf[:0], hdr, resp)
+		parts = append(parts[:0], buf)
 	}
 	n := 0
-	for _, p := range *parts {
+	for _, p := range parts {
 		n += len(p)
 	}
 	c.a.metrics.responseBytes.Add(float64(n))
-	if len(*parts) == 1 {
-		_, err := bw.Write((*parts)[0])
-		return err == nil
+	if len(parts) == 1 {
+		_, err := bw.Write(parts[0])
+		return buf, parts, err == nil
 	}
 	if err := bw.Flush(); err != nil {
-		return false
+		return buf, parts, false
 	}
-	// WriteTo consumes the Buffers value (and may trim its slices); parts
-	// is rebuilt for the next answer.
-	vec := net.Buffers(*parts)
+	// WriteTo consumes its Buffers value (a copy of parts' header) and may
+	// trim the slices in parts' array; parts is rebuilt for each answer.
+	vec := net.Buffers(parts)
 	_, err := vec.WriteTo(c.nc)
-	return err == nil
+	return buf, parts, err == nil
 }
 
 // respVersion is the version to encode an answer at: the request's, except

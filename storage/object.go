@@ -127,12 +127,8 @@ func (w *ObjectWriter) Batches() int { return len(w.pending) }
 // in body order. Both are freshly allocated and owned by the caller. The
 // writer is reset and may be reused.
 func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
-	object = make([]byte, 0, w.Size())
 	parts, runs := w.FinishParts(nil)
-	for _, p := range parts {
-		object = append(object, p...)
-	}
-	return object, runs
+	return bytes.Join(parts, nil), runs
 }
 
 // Size returns the size of the object Finish would return now.

@@ -70,6 +70,8 @@ type Agent struct {
 	// they wake (see heads).
 	heads *heads
 
+	lim limits // limit hits, for limitHit's rate-limited log
+
 	connMu  sync.Mutex
 	conns   map[*conn]struct{}
 	closing bool

@@ -42,6 +42,43 @@ type Config struct {
 	// connections; readers wait beyond it. 0 means BufferBytes, so that
 	// one budget bounds the memory the produce path holds.
 	RequestBufferBytes int64
+	// RequestReadTimeout bounds how long one request frame may take to
+	// arrive once its first byte has: a peer that announces a frame and
+	// trickles it is disconnected.
+	RequestReadTimeout time.Duration
+	// ConnectionsMaxIdle closes connections that sent no request for this
+	// long (Kafka's connections.max.idle.ms); 0 never closes them.
+	ConnectionsMaxIdle time.Duration
+	// MaxConnections bounds open Kafka connections (max.connections) and
+	// MaxConnectionsPerIP those from one address (max.connections.per.ip);
+	// connections beyond them are closed at accept. 0 means no limit.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	// QueuedMaxRequests bounds the requests one connection may have in
+	// flight; its reader stops reading (TCP backpressure) beyond it.
+	QueuedMaxRequests int
+	// FetchMaxBytes caps one Fetch answer's record bytes whatever the
+	// client asks for (Kafka's fetch.max.bytes); at least one batch is
+	// still returned, as KIP-74 requires.
+	FetchMaxBytes int32
+	// FetchBufferBytes bounds the record bytes of Fetch answers built and
+	// not yet written, over all connections.
+	FetchBufferBytes int64
+
+	// MaxPartitionsPerTopic bounds a topic's partition count at creation
+	// and in CreatePartitions (INVALID_PARTITIONS beyond it), MaxPartitions
+	// the cluster's total and MaxTopics its topic count (POLICY_VIOLATION).
+	MaxPartitionsPerTopic int32
+	MaxPartitions         int64
+	MaxTopics             int
+	// AutoCreateRate bounds the topics Metadata requests may auto-create
+	// per second over the agent (bursts of the same size); topics beyond it
+	// are answered UNKNOWN_TOPIC_OR_PARTITION and created on a later try.
+	AutoCreateRate float64
+	// MaxOffsetCommitPartitions bounds the partitions one OffsetCommit or
+	// TxnOffsetCommit may name (the request is refused beyond it).
+	MaxOffsetCommitPartitions int
+
 	// AutoCreateTopics creates unknown topics named in Metadata requests.
 	AutoCreateTopics bool
 	// DefaultPartitions is the partition count of auto-created topics and
@@ -75,6 +112,18 @@ func DefaultConfig() Config {
 		MaxInflightFlushes: 4,
 		BufferBytes:        64 << 20,
 		MaxRequestSize:     kafkaproto.DefaultMaxRequestSize,
+		RequestReadTimeout: 30 * time.Second,
+		ConnectionsMaxIdle: 10 * time.Minute,
+		QueuedMaxRequests:  64,
+		FetchMaxBytes:      55 << 20,
+		FetchBufferBytes:   128 << 20,
+
+		MaxPartitionsPerTopic:     10_000,
+		MaxPartitions:             200_000,
+		MaxTopics:                 50_000,
+		AutoCreateRate:            20,
+		MaxOffsetCommitPartitions: 100_000,
+
 		DefaultPartitions:  1,
 		CacheBytes:         256 << 20,
 		HeartbeatInterval:  time.Second,

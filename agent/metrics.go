@@ -38,6 +38,7 @@ type metrics struct {
 	bucketBytes       *prometheus.CounterVec
 	bucketSeconds     *prometheus.HistogramVec
 	liveAgents        prometheus.Gauge
+	limitHits         *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -66,11 +67,12 @@ func newMetrics() *metrics {
 		bucketBytes:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_storage_bytes_total", Help: "Object store bytes, by operation."}, []string{"op"}),
 		bucketSeconds:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_storage_request_duration_seconds", Help: "Object store request latency, by operation.", Buckets: latency}, []string{"op"}),
 		liveAgents:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_live_agents", Help: "Live agents in the cluster as last seen."}),
+		limitHits:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_limit_hits_total", Help: "Requests or connections refused, cut or clamped by a configured limit, by limit."}, []string{"limit"}),
 	}
 	m.reg.MustRegister(m.connections, m.requestBytes, m.responseBytes, m.requestSeconds,
 		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.headReads, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
-		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents,
+		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents, m.limitHits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

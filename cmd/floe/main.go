@@ -96,31 +96,39 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.FlushBytes, "flush-bytes", c.FlushBytes, "flush the pending object once it holds this many `bytes`")
 	fs.IntVar(&c.MaxInflightFlushes, "flush-concurrency", c.MaxInflightFlushes, "flushes whose PUT or commit may run at once")
 	fs.Int64Var(&c.BufferBytes, "buffer-bytes", c.BufferBytes, "produced `bytes` held in memory before producers are slowed down")
-	var maxReq int64 = int64(c.MaxRequestSize)
-	fs.Func("max-request-size", fmt.Sprintf("largest Kafka request in `bytes` (default %d)", maxReq), func(s string) error {
-		var n int32
-		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
-			return fmt.Errorf("invalid size %q", s)
-		}
-		c.MaxRequestSize = n
-		return nil
-	})
+	int32Var(fs, &c.MaxRequestSize, "max-request-size", "largest Kafka request in `bytes` (socket.request.max.bytes)")
+	fs.DurationVar(&c.RequestReadTimeout, "request-read-timeout", c.RequestReadTimeout, "longest time one request may take to arrive once it has begun; slower connections are closed")
+	fs.DurationVar(&c.ConnectionsMaxIdle, "connections-max-idle", c.ConnectionsMaxIdle, "close connections that sent no request for this long (connections.max.idle.ms; 0: never)")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "most open Kafka connections; more are closed at accept (max.connections; 0: no limit)")
+	fs.IntVar(&c.MaxConnectionsPerIP, "max-connections-per-ip", c.MaxConnectionsPerIP, "most Kafka connections from one address (max.connections.per.ip; 0: no limit)")
+	fs.IntVar(&c.QueuedMaxRequests, "queued-max-requests", c.QueuedMaxRequests, "requests one connection may have in flight before its reads pause")
+	int32Var(fs, &c.FetchMaxBytes, "fetch-max-bytes", "most record `bytes` in one Fetch answer, whatever the client asks (fetch.max.bytes)")
+	fs.Int64Var(&c.FetchBufferBytes, "fetch-buffer-bytes", c.FetchBufferBytes, "record `bytes` of Fetch answers held in memory at once, over all connections")
+	int32Var(fs, &c.MaxPartitionsPerTopic, "max-partitions-per-topic", "most partitions one topic may have (INVALID_PARTITIONS beyond)")
+	fs.Int64Var(&c.MaxPartitions, "max-partitions", c.MaxPartitions, "most partitions in the cluster (POLICY_VIOLATION beyond)")
+	fs.IntVar(&c.MaxTopics, "max-topics", c.MaxTopics, "most topics in the cluster (POLICY_VIOLATION beyond)")
+	fs.Float64Var(&c.AutoCreateRate, "auto-create-rate", c.AutoCreateRate, "topics Metadata requests may auto-create per second")
+	fs.IntVar(&c.MaxOffsetCommitPartitions, "max-offset-commit-partitions", c.MaxOffsetCommitPartitions, "most partitions one OffsetCommit may name")
 	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", c.AutoCreateTopics, "create unknown topics named in Metadata requests")
-	var parts int = int(c.DefaultPartitions)
-	fs.Func("default-partitions", fmt.Sprintf("partition `count` of auto-created topics (default %d)", parts), func(s string) error {
-		var n int32
-		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
-			return fmt.Errorf("invalid partition count %q", s)
-		}
-		c.DefaultPartitions = n
-		return nil
-	})
+	int32Var(fs, &c.DefaultPartitions, "default-partitions", "partition `count` of auto-created topics")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "read cache budget in `bytes`")
 	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&f.bucketLatency, "bucket-latency", 0, "benchmarking: add this latency to every object-store request (e.g. 100ms, like S3)")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "benchmarking: write a pprof CPU profile of the whole run to `file`")
+}
+
+// int32Var registers a positive int32 flag; its default is *p.
+func int32Var(fs *flag.FlagSet, p *int32, name, usage string) {
+	fs.Func(name, fmt.Sprintf("%s (default %d)", usage, *p), func(s string) error {
+		var n int32
+		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+			return fmt.Errorf("invalid value %q: want a positive integer", s)
+		}
+		*p = n
+		return nil
+	})
 }
 
 func (f *agentFlags) logger() (*slog.Logger, error) {

@@ -4,20 +4,46 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
+	"math"
 	"testing"
+	"testing/iotest"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// requestSeed is req as a frame body (header and request, no size prefix),
+// as kmsg's formatter writes it with client id "fuzz".
+func requestSeed(req kmsg.Request) []byte {
+	if req.Key() == 7 && req.GetVersion() == 0 {
+		// kmsg's formatter stops after the v0 header, which has no client id.
+		return rawHeader{key: 7, version: 0, corr: 1, clientID: -100}.bytes(string(req.AppendTo(nil)))
+	}
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz")).AppendRequest(nil, req, 1)[4:]
+}
+
 // FuzzParseRequest feeds arbitrary frames to the header parser and decoder.
 // Neither may panic, and a frame that parses must parse the same way again
 // after kmsg re-encodes it.
+//
+// The seeds are every version of every API key kmsg knows, as a default
+// (mostly empty) request, which covers every key and version the agent
+// registers and every header version; testRequests add filled ones.
+// FuzzAgentRequest (package agent) seeds filled requests of exactly the
+// registered versions.
 func FuzzParseRequest(f *testing.F) {
-	for _, req := range testRequests(f) {
-		if req.Key() == 7 && req.GetVersion() == 0 {
-			continue // kmsg's formatter cannot write it
+	for key := range int16(math.MaxInt16) {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			continue
 		}
-		f.Add(kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz")).AppendRequest(nil, req, 1)[4:])
+		for v := range req.MaxVersion() + 1 {
+			req.SetVersion(v)
+			f.Add(requestSeed(req))
+		}
+	}
+	for _, req := range testRequests(f) {
+		f.Add(requestSeed(req))
 	}
 	f.Add(rawHeader{key: 18, version: 99, corr: 1, clientID: -1, tags: []byte{1, 0, 2, 'h', 'i'}}.bytes("body"))
 	f.Add(rawHeader{key: 7, version: 0, corr: 1, clientID: -100}.bytes("\x00\x00\x00\x01"))
@@ -62,6 +88,55 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if !bytes.Equal(req2.AppendTo(nil), req.AppendTo(nil)) {
 			t.Fatal("re-encoded request decodes differently")
+		}
+	})
+}
+
+// FuzzReadFrame reads frames from an arbitrary stream, in one-byte and
+// half-sized reads, under a small and the default size limit. The frames
+// returned must be exactly the stream's bytes after each size prefix, and
+// reading must stop with the error that matches where and how the stream
+// breaks off.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(append(frameOf([]byte("first")), frameOf(nil)...), false)
+	f.Add(append(frameOf(make([]byte, 64)), frameOf([]byte("x"))...), true)
+	f.Add(binary.BigEndian.AppendUint32(nil, 65), false)
+	f.Add(append(binary.BigEndian.AppendUint32(nil, 10), "12345"...), true)
+	f.Add(append(binary.BigEndian.AppendUint32(nil, 0xffffffff), "rest"...), false)
+	f.Add(append(binary.BigEndian.AppendUint32(nil, frameChunk+1), "short"...), false)
+	f.Add([]byte{0, 0}, true)
+	f.Fuzz(func(t *testing.T, stream []byte, oneByte bool) {
+		for _, max := range []int32{64, DefaultMaxRequestSize} {
+			var r io.Reader = iotest.HalfReader(bytes.NewReader(stream))
+			if oneByte {
+				r = iotest.OneByteReader(bytes.NewReader(stream))
+			}
+			rest := stream
+			for {
+				frame, err := ReadFrame(r, max)
+				if err != nil {
+					var want error
+					switch {
+					case len(rest) == 0:
+						want = io.EOF
+					case len(rest) < 4:
+						want = io.ErrUnexpectedEOF
+					case int32(binary.BigEndian.Uint32(rest)) < 0 || int32(binary.BigEndian.Uint32(rest)) > max:
+						want = ErrFrameTooLarge
+					default:
+						want = io.ErrUnexpectedEOF
+					}
+					if !errors.Is(err, want) {
+						t.Fatalf("max %d, %d bytes left: error %v, want %v", max, len(rest), err, want)
+					}
+					break
+				}
+				n := int(binary.BigEndian.Uint32(rest))
+				if len(rest) < 4+n || !bytes.Equal(frame, rest[4:4+n]) || frame == nil {
+					t.Fatalf("max %d: frame of %d bytes from a %d byte claim, %d bytes left", max, len(frame), n, len(rest))
+				}
+				rest = rest[4+n:]
+			}
 		}
 	})
 }

@@ -109,6 +109,19 @@ type Agent struct {
 	LastHeartbeat time.Time
 }
 
+// OffsetChunk is the most offsets CommitOffsets and PutTxnOffsets write in
+// one statement and transaction. A commit naming more is written in
+// several, one after the other, so that it never holds the store's write
+// lock (SQLite) or its row locks (PostgreSQL) for long: flush commits,
+// heartbeats and other groups' commits get their turn in between. Kafka
+// does not promise that the partitions of one OffsetCommit are applied
+// atomically (its consumers commit the same offsets again on failure), so
+// a commit that fails part way may leave its first chunks applied; the
+// upserts are idempotent, and a retried commit converges. Transactional
+// offsets only become the group's when the transaction commits, and a
+// producer whose TxnOffsetCommit failed retries it or aborts.
+const OffsetChunk = 1000
+
 // Store is the metadata store. Every method is safe for concurrent use.
 type Store interface {
 	GroupStore
@@ -129,6 +142,10 @@ type Store interface {
 	TopicByID(ctx context.Context, id TopicID) (Topic, error)
 	// Topics returns all topics sorted by name.
 	Topics(ctx context.Context) ([]Topic, error)
+	// TopicTotals returns how many topics there are and their partitions
+	// in all: what the agents' cluster-wide limits count. One aggregate
+	// over the topic rows; no partition row is read.
+	TopicTotals(ctx context.Context) (topics int, partitions int64, err error)
 	// CreatePartitions raises a topic's partition count to total.
 	// ErrInvalidPartitions if total is not larger than the current count.
 	CreatePartitions(ctx context.Context, name string, total int32) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,33 +12,50 @@ import (
 	"floe/metadata"
 )
 
-// CommitOffsets implements metadata.GroupStore in one batch (one round trip,
-// one implicit transaction).
+// CommitOffsets implements metadata.GroupStore: one statement (one round
+// trip, one implicit transaction) per metadata.OffsetChunk offsets (see
+// there for why that is safe).
 func (s *Store) CommitOffsets(ctx context.Context, group string, offsets []metadata.GroupOffset) error {
-	if len(offsets) == 0 {
-		return nil
-	}
-	topics := make([]string, len(offsets))
-	parts := make([]int32, len(offsets))
-	offs := make([]int64, len(offsets))
-	epochs := make([]int32, len(offsets))
-	metas := make([][]byte, len(offsets))
-	for i, o := range offsets {
-		topics[i], parts[i], offs[i], epochs[i], metas[i] = o.Topic, o.Partition, o.Offset, o.LeaderEpoch, []byte(o.Metadata)
-	}
-	// DISTINCT ON keeps one row per partition: ON CONFLICT cannot touch a
-	// row twice in one statement; the last occurrence wins as in Kafka.
-	_, err := s.pool.Exec(ctx, `INSERT INTO group_offsets (group_id, topic, part, committed, leader_epoch, metadata, commit_time)
-		SELECT DISTINCT ON (t, p) $1, t, p, o, e, m, now()
-		  FROM unnest($2::text[], $3::int[], $4::bigint[], $5::int[], $6::bytea[]) WITH ORDINALITY AS u(t, p, o, e, m, n)
-		 ORDER BY t, p, n DESC
-		ON CONFLICT (group_id, topic, part) DO UPDATE SET committed = EXCLUDED.committed,
-		  leader_epoch = EXCLUDED.leader_epoch, metadata = EXCLUDED.metadata, commit_time = EXCLUDED.commit_time`,
-		group, topics, parts, offs, epochs, metas)
-	if err != nil {
-		return fmt.Errorf("commit offsets of %s: %w", group, err)
+	for chunk := range slices.Chunk(offsets, metadata.OffsetChunk) {
+		c := newOffsetColumns(chunk)
+		// DISTINCT ON keeps one row per partition: ON CONFLICT cannot touch a
+		// row twice in one statement; the last occurrence wins as in Kafka
+		// (and a later chunk overwrites an earlier one).
+		_, err := s.pool.Exec(ctx, `INSERT INTO group_offsets (group_id, topic, part, committed, leader_epoch, metadata, commit_time)
+			SELECT DISTINCT ON (t, p) $1, t, p, o, e, m, now()
+			  FROM unnest($2::text[], $3::int[], $4::bigint[], $5::int[], $6::bytea[]) WITH ORDINALITY AS u(t, p, o, e, m, n)
+			 ORDER BY t, p, n DESC
+			ON CONFLICT (group_id, topic, part) DO UPDATE SET committed = EXCLUDED.committed,
+			  leader_epoch = EXCLUDED.leader_epoch, metadata = EXCLUDED.metadata, commit_time = EXCLUDED.commit_time`,
+			group, c.topics, c.parts, c.offsets, c.epochs, c.metas)
+		if err != nil {
+			return fmt.Errorf("commit offsets of %s: %w", group, err)
+		}
 	}
 	return nil
+}
+
+// offsetColumns are offsets as column arrays, for unnest.
+type offsetColumns struct {
+	topics  []string
+	parts   []int32
+	offsets []int64
+	epochs  []int32
+	metas   [][]byte
+}
+
+func newOffsetColumns(offsets []metadata.GroupOffset) offsetColumns {
+	c := offsetColumns{
+		topics:  make([]string, len(offsets)),
+		parts:   make([]int32, len(offsets)),
+		offsets: make([]int64, len(offsets)),
+		epochs:  make([]int32, len(offsets)),
+		metas:   make([][]byte, len(offsets)),
+	}
+	for i, o := range offsets {
+		c.topics[i], c.parts[i], c.offsets[i], c.epochs[i], c.metas[i] = o.Topic, o.Partition, o.Offset, o.LeaderEpoch, []byte(o.Metadata)
+	}
+	return c
 }
 
 // FetchOffsets implements metadata.GroupStore.

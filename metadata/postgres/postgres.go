@@ -244,6 +244,18 @@ func (s *Store) Topics(ctx context.Context) ([]metadata.Topic, error) {
 	return ts, nil
 }
 
+// TopicTotals implements metadata.Store.
+func (s *Store) TopicTotals(ctx context.Context) (int, int64, error) {
+	var (
+		topics     int
+		partitions int64
+	)
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(partitions), 0) FROM topics`).Scan(&topics, &partitions); err != nil {
+		return 0, 0, fmt.Errorf("topic totals: %w", err)
+	}
+	return topics, partitions, nil
+}
+
 // CreatePartitions implements metadata.Store. The topic row is locked first
 // so concurrent calls for one topic apply one after the other.
 func (s *Store) CreatePartitions(ctx context.Context, name string, total int32) error {

@@ -82,3 +82,9 @@ func BenchmarkCommitObject(b *testing.B) {
 	srv := pgtest.Start(b)
 	storetest.Bench(b, func(b *testing.B) metadata.Store { return open(b, srv) })
 }
+
+// BenchmarkCreateTopic: see storetest.BenchCreateTopic.
+func BenchmarkCreateTopic(b *testing.B) {
+	srv := pgtest.Start(b)
+	storetest.BenchCreateTopic(b, func(b *testing.B) metadata.Store { return open(b, srv) })
+}

@@ -5,28 +5,28 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"floe/metadata"
 )
 
-// CommitOffsets implements metadata.GroupStore.
+// CommitOffsets implements metadata.GroupStore, metadata.OffsetChunk
+// offsets per transaction (see there for why that is safe).
 func (s *Store) CommitOffsets(ctx context.Context, group string, offsets []metadata.GroupOffset) error {
 	now := s.now().UnixMilli()
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		for _, o := range offsets {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO group_offsets
-				(group_id, topic, part, committed, leader_epoch, metadata, commit_time) VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (group_id, topic, part) DO UPDATE SET committed = excluded.committed,
-				leader_epoch = excluded.leader_epoch, metadata = excluded.metadata, commit_time = excluded.commit_time`,
-				group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata, now); err != nil {
-				return err
+	for chunk := range slices.Chunk(offsets, metadata.OffsetChunk) {
+		err := s.writeStmtTx(ctx, func(t *wtx) error {
+			for _, o := range chunk {
+				if err := t.exec(stUpsertGroupOffset, group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata, now); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("commit offsets of %s: %w", group, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("commit offsets of %s: %w", group, err)
 	}
 	return nil
 }

@@ -335,6 +335,18 @@ func (s *Store) Topics(ctx context.Context) ([]metadata.Topic, error) {
 	return ts, nil
 }
 
+// TopicTotals implements metadata.Store.
+func (s *Store) TopicTotals(ctx context.Context) (int, int64, error) {
+	var (
+		topics     int
+		partitions int64
+	)
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(partitions), 0) FROM topics`).Scan(&topics, &partitions); err != nil {
+		return 0, 0, fmt.Errorf("topic totals: %w", err)
+	}
+	return topics, partitions, nil
+}
+
 // CreatePartitions implements metadata.Store.
 func (s *Store) CreatePartitions(ctx context.Context, name string, total int32) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {

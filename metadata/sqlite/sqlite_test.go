@@ -72,3 +72,8 @@ func TestOpenBadPath(t *testing.T) {
 func BenchmarkCommitObject(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) metadata.Store { return open(b) })
 }
+
+// BenchmarkCreateTopic: see storetest.BenchCreateTopic.
+func BenchmarkCreateTopic(b *testing.B) {
+	storetest.BenchCreateTopic(b, func(b *testing.B) metadata.Store { return open(b) })
+}

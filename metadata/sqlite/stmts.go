@@ -25,6 +25,8 @@ const (
 	stDeleteTxnPartition
 	stUpdateTxnPartition
 	stInsertTxnAborted
+	stUpsertGroupOffset
+	stUpsertTxnOffset
 	numStmts
 )
 
@@ -48,6 +50,16 @@ var stmtSQL = [numStmts]string{
 	stUpdateTxnPartition: `UPDATE txn_partitions SET first_offset = ? WHERE topic_id = ? AND part = ? AND producer_id = ?`,
 	stInsertTxnAborted: `INSERT INTO txn_aborted (topic_id, part, first_offset, producer_id, last_offset)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	// One row per committed partition: a 100,000-partition OffsetCommit
+	// would otherwise compile its statement 100,000 times.
+	stUpsertGroupOffset: `INSERT INTO group_offsets
+		(group_id, topic, part, committed, leader_epoch, metadata, commit_time) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (group_id, topic, part) DO UPDATE SET committed = excluded.committed,
+		leader_epoch = excluded.leader_epoch, metadata = excluded.metadata, commit_time = excluded.commit_time`,
+	stUpsertTxnOffset: `INSERT INTO txn_offsets
+		(txn_id, group_id, topic, part, committed, leader_epoch, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (txn_id, group_id, topic, part) DO UPDATE SET committed = excluded.committed,
+		leader_epoch = excluded.leader_epoch, metadata = excluded.metadata`,
 }
 
 // readStmtID names one of the fetch path's statements, prepared once on

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"floe/metadata"
@@ -159,22 +160,21 @@ func (s *Store) AbortedTxns(ctx context.Context, topic metadata.TopicID, partiti
 	return out, nil
 }
 
-// PutTxnOffsets implements metadata.TxnStore.
+// PutTxnOffsets implements metadata.TxnStore, metadata.OffsetChunk offsets
+// per transaction.
 func (s *Store) PutTxnOffsets(ctx context.Context, txnID, group string, offsets []metadata.GroupOffset) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		for _, o := range offsets {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO txn_offsets
-				(txn_id, group_id, topic, part, committed, leader_epoch, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (txn_id, group_id, topic, part) DO UPDATE SET committed = excluded.committed,
-				leader_epoch = excluded.leader_epoch, metadata = excluded.metadata`,
-				txnID, group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata); err != nil {
-				return err
+	for chunk := range slices.Chunk(offsets, metadata.OffsetChunk) {
+		err := s.writeStmtTx(ctx, func(t *wtx) error {
+			for _, o := range chunk {
+				if err := t.exec(stUpsertTxnOffset, txnID, group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("transactional offsets of %s: %w", txnID, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("transactional offsets of %s: %w", txnID, err)
 	}
 	return nil
 }

@@ -107,3 +107,33 @@ func benchFlush(b *testing.B, s metadata.Store, partitions, producers int, idemp
 	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
 }
+
+// BenchCreateTopic measures CreateTopic of a 10,000-partition topic (the
+// agents' default limit per topic) and CommitOffsets of 50,000 offsets (a
+// large consumer group's commit, in metadata.OffsetChunk chunks): each
+// should take a fraction of a second, so that neither holds the store's
+// writers up for long. open must return a new, empty store.
+func BenchCreateTopic(b *testing.B, open func(b *testing.B) metadata.Store) {
+	b.Run("partitions=10000", func(b *testing.B) {
+		s := open(b)
+		ctx := context.Background()
+		for i := 0; b.Loop(); i++ {
+			if _, err := s.CreateTopic(ctx, fmt.Sprintf("big-%d", i), 10_000, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("offsets=50000", func(b *testing.B) {
+		s := open(b)
+		ctx := context.Background()
+		offs := make([]metadata.GroupOffset, 50_000)
+		for i := range offs {
+			offs[i] = metadata.GroupOffset{Topic: fmt.Sprint("t", i/10_000), Partition: int32(i % 10_000), Offset: int64(i), LeaderEpoch: -1}
+		}
+		for b.Loop() {
+			if err := s.CommitOffsets(ctx, "bench", offs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

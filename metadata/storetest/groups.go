@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,4 +265,54 @@ func testLeaseRace(t *testing.T, s metadata.Store) {
 	if len(wins) != 1 {
 		t.Fatalf("winners %v, want exactly one", wins)
 	}
+}
+
+// chunkedOffsets returns n offsets over three topics, more than fit in one
+// metadata.OffsetChunk, with partition 0 of topic "a" named in the first
+// and in the last chunk (the last occurrence wins), and the offsets sorted
+// as FetchOffsets returns them.
+func chunkedOffsets(n int) (in, want []metadata.GroupOffset) {
+	for i := range n {
+		in = append(in, metadata.GroupOffset{Topic: string(rune('a' + i%3)), Partition: int32(i / 3),
+			Offset: int64(i) * 7, LeaderEpoch: int32(i % 5), Metadata: fmt.Sprint("m", i)})
+	}
+	last := metadata.GroupOffset{Topic: "a", Partition: 0, Offset: 424242, LeaderEpoch: 9, Metadata: "last"}
+	in = append(in, last)
+	want = slices.Clone(in[1 : len(in)-1])
+	want = append(want, last)
+	slices.SortFunc(want, func(x, y metadata.GroupOffset) int {
+		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
+			return c
+		}
+		return int(x.Partition - y.Partition)
+	})
+	return in, want
+}
+
+// testGroupOffsetsChunked commits more offsets than one chunk holds: every
+// one is stored, a partition named twice keeps its last offset, and
+// another group's commit can interleave with the chunks.
+func testGroupOffsetsChunked(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	in, want := chunkedOffsets(2*metadata.OffsetChunk + 500)
+	errs := make(chan error, 1)
+	go func() {
+		errs <- s.CommitOffsets(ctx, "small", []metadata.GroupOffset{{Topic: "x", Partition: 0, Offset: 1, LeaderEpoch: -1}})
+	}()
+	if err := s.CommitOffsets(ctx, "big", in); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FetchOffsets(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOffsets(t, "chunked commit", got, want)
+	got, err = s.FetchOffsets(ctx, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOffsets(t, "interleaved commit", got, []metadata.GroupOffset{{Topic: "x", Partition: 0, Offset: 1, LeaderEpoch: -1}})
 }

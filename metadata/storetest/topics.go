@@ -268,3 +268,26 @@ func testPartitionUnknown(t *testing.T, s metadata.Store) {
 	_, err = s.Topic(ctx, "")
 	wantErr(t, "Topic(\"\")", err, metadata.ErrUnknownTopic)
 }
+
+func testTopicTotals(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	check := func(what string, topics int, partitions int64) {
+		t.Helper()
+		n, p, err := s.TopicTotals(ctx)
+		if err != nil || n != topics || p != partitions {
+			t.Fatalf("%s: TopicTotals = %d topics, %d partitions, %v; want %d, %d", what, n, p, err, topics, partitions)
+		}
+	}
+	check("empty store", 0, 0)
+	mustCreate(t, s, "a", 3)
+	mustCreate(t, s, "b", 10_000)
+	check("after two creations", 2, 10_003)
+	if err := s.CreatePartitions(ctx, "a", 5); err != nil {
+		t.Fatal(err)
+	}
+	check("after CreatePartitions", 2, 10_005)
+	if err := s.DeleteTopic(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	check("after DeleteTopic", 1, 5)
+}

@@ -189,3 +189,26 @@ func testTxnOffsets(t *testing.T, s metadata.Store) {
 		t.Fatalf("other transaction's offsets: %+v %v", got, err)
 	}
 }
+
+// testTxnOffsetsChunked puts more transactional offsets than one chunk
+// holds: all of them are pending, a partition named twice keeps the last.
+func testTxnOffsetsChunked(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	in, want := chunkedOffsets(2*metadata.OffsetChunk + 500)
+	if err := s.PutTxnOffsets(ctx, "t", "g", in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.TxnOffsets(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got["g"]) != len(want) {
+		t.Fatalf("TxnOffsets: %d groups, %d offsets of g; want 1 and %d", len(got), len(got["g"]), len(want))
+	}
+	for i, g := range got["g"] {
+		w := want[i]
+		if g.Topic != w.Topic || g.Partition != w.Partition || g.Offset != w.Offset || g.LeaderEpoch != w.LeaderEpoch || g.Metadata != w.Metadata {
+			t.Fatalf("offset %d: got %+v, want %+v", i, g, w)
+		}
+	}
+}

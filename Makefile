@@ -38,7 +38,7 @@ export FLOE_KGO_ALLOWED_SKIPS := TestShareGroup TestShareGroupETL TestShareGroup
 # Packages with concurrency, tested under the race detector.
 RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./internal/...
 
-.PHONY: run build test test-unit test-integration lint bench compat deps minio kcat postgres kgo-test clean
+.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test clean
 
 ## run: start floe on the embedded default (SQLite + ./floe-data) on 127.0.0.1:9092
 run: build
@@ -73,6 +73,21 @@ bench: build minio postgres
 ## make test runs these too.
 compat: deps
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 40m -count=1 -v -run 'TestFranzGoSuite|TestCompat' ./integration/
+
+# Packages with fuzz targets; make fuzz runs every Fuzz* target in each.
+FUZZ_PKGS := ./kafkaproto ./storage ./agent
+FUZZTIME  ?= 60s
+
+## fuzz: run every fuzz target of $(FUZZ_PKGS), one after another, for FUZZTIME each (default 60s);
+## new interesting inputs stay in Go's cache, crashers are written to the package's testdata/fuzz/
+fuzz:
+	@for pkg in $(FUZZ_PKGS); do \
+		targets=$$($(GO) test -list '^Fuzz' $$pkg/ | grep '^Fuzz') || exit 1; \
+		for t in $$targets; do \
+			echo "== $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg/ || exit 1; \
+		done; \
+	done
 
 ## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries, franz-go's kgo suite
 deps: minio kcat postgres kgo-test

@@ -54,9 +54,17 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 		return resp, nil
 	}
 	deadline := start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	maxBytes := int64(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 || maxBytes > int64(a.cfg.FetchMaxBytes) {
+		if maxBytes > int64(a.cfg.FetchMaxBytes) {
+			a.limitHit("fetch.max.bytes", "remote", r.c.nc.RemoteAddr().String(), "asked", maxBytes, "max", a.cfg.FetchMaxBytes)
+		}
+		maxBytes = int64(a.cfg.FetchMaxBytes)
+	}
 	for {
 		wake := a.commits.wait() // taken before reading so no commit is missed
-		resp, n, anyErr := a.fetchOnce(ctx, req)
+		r.fetchHeld = 0
+		resp, n, anyErr := a.fetchOnce(ctx, req, maxBytes, &r.fetchHeld)
 		now := time.Now()
 		if n >= int64(req.MinBytes) || anyErr || !now.Before(deadline) {
 			a.metrics.fetchSeconds.Observe(time.Since(start).Seconds())
@@ -64,6 +72,11 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 			a.metrics.fetchedRecords.Add(float64(countRecords(resp)))
 			return resp, nil
 		}
+		// Not enough yet: this answer's records are dropped, their buffers
+		// with them (should the wait end early, it goes out without them).
+		a.releaseFetchBuffers(resp)
+		a.fetchBudget.release(r.fetchHeld)
+		r.fetchHeld = 0
 		if !a.waitForRecords(ctx, wake, min(a.cfg.RemotePollInterval, deadline.Sub(now))) {
 			return resp, nil
 		}
@@ -92,14 +105,13 @@ func (a *Agent) waitForRecords(ctx context.Context, wake <-chan struct{}, d time
 	return true
 }
 
-// fetchOnce builds one answer from what is committed now. It returns the
-// record bytes it holds and whether any partition carries an error.
-func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int64, bool) {
+// fetchOnce builds one answer of at most maxBytes record bytes (but one
+// batch at least) from what is committed now. It returns the record bytes
+// it holds and whether any partition carries an error; what its buffers
+// hold of the fetch budget is added to held.
+func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes int64, held *int64) (*kmsg.FetchResponse, int64, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	remaining := int64(req.MaxBytes)
-	if req.Version < 3 || remaining <= 0 {
-		remaining = 1<<31 - 1
-	}
+	remaining := maxBytes
 	var total int64
 	anyErr := false
 	for _, rt := range req.Topics {
@@ -162,7 +174,7 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 				if first, ok := open[rp.Partition]; ok {
 					end = min(end, first)
 				}
-				n, code := a.fetchPartition(ctx, topic.ID, st, end, req.IsolationLevel == 1, rp.FetchOffset, limit, total == 0, pre[rp.Partition], &sp)
+				n, code := a.fetchPartition(ctx, topic.ID, st, end, req.IsolationLevel == 1, rp.FetchOffset, limit, total == 0, pre[rp.Partition], &sp, held)
 				if code != nil {
 					sp.ErrorCode = code.Code
 				}
@@ -184,8 +196,11 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 // given the partition's offsets st and its last stable offset lso. A
 // read_committed fetch (committed) stops at lso and carries the aborted
 // transactions it overlaps. entries, when not nil, are the index entries
-// prefetch already looked up from offset on.
-func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, lso int64, committed bool, offset, limit int64, first bool, entries []metadata.IndexEntry, sp *kmsg.FetchResponseTopicPartition) (int64, *kerr.Error) {
+// prefetch already looked up from offset on. The record buffer is charged
+// to the fetch budget (added to held): the first partition with records
+// waits for room, later ones are left out of an answer the budget has no
+// room for.
+func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, lso int64, committed bool, offset, limit int64, first bool, entries []metadata.IndexEntry, sp *kmsg.FetchResponseTopicPartition, held *int64) (int64, *kerr.Error) {
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, lso, st.LogStartOffset
 	if offset < st.LogStartOffset || offset > st.NextOffset {
 		return 0, kerr.OffsetOutOfRange
@@ -217,8 +232,13 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 	for _, e := range entries {
 		need += e.ByteLength
 	}
+	need = min(need, limit)
+	if !a.takeFetchBudget(ctx, need, first) {
+		return 0, nil
+	}
+	*held += need
 	out := sp.RecordBatches
-	if need = min(need, limit); need > int64(cap(out)) {
+	if need > int64(cap(out)) {
 		out = a.batcher.bufs.get(int(need))[:0]
 	}
 	for _, e := range entries {
@@ -235,6 +255,11 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 		if full {
 			break
 		}
+	}
+	if over := int64(len(out)) - need; over > 0 {
+		// A first batch larger than the limit (KIP-74) is taken whole.
+		a.fetchBudget.grow(need, over, func() bool { return true })
+		*held += over
 	}
 	sp.RecordBatches = out
 	if committed && len(out) > 0 {
@@ -253,6 +278,24 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 	return int64(len(out)), nil
 }
 
+// takeFetchBudget charges n bytes of a Fetch answer to the fetch budget. The
+// answer's first partition with records waits for room (holding nothing
+// else, it cannot stand in another's way); a later one only takes what is
+// free now, else it is left out of this answer.
+func (a *Agent) takeFetchBudget(ctx context.Context, n int64, first bool) bool {
+	if n <= 0 {
+		return true
+	}
+	if a.fetchBudget.tryAcquire(n) {
+		return true
+	}
+	if !first {
+		a.limitHit("fetch.buffer.bytes", "bytes", n, "max", a.cfg.FetchBufferBytes)
+		return false
+	}
+	return a.fetchBudget.acquire(n, func() bool { return a.isClosing() || ctx.Err() != nil })
+}
+
 // releaseFetchBuffers hands the record buffers of a written Fetch answer
 // back to the pool fetchPartition takes them from (the one produce frames
 // come from: their idle buffers are one fixed overhead).
@@ -261,7 +304,7 @@ func (a *Agent) releaseFetchBuffers(resp *kmsg.FetchResponse) {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
 			a.batcher.bufs.put(p.RecordBatches)
-			p.RecordBatches = nil
+			p.RecordBatches = []byte{} // empty, never null (see fetchOnce)
 		}
 	}
 }

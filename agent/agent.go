@@ -36,8 +36,11 @@ type Agent struct {
 	commits *broadcaster // woken after every local commit
 	// reqBudget bounds request bytes read and not yet answered.
 	reqBudget *byteBudget
-	coord     *coordinator    // consumer groups this agent coordinates
-	txn       *txnCoordinator // transactional ids this agent coordinates
+	// fetchBudget bounds the record bytes of Fetch answers built and not
+	// yet written.
+	fetchBudget *byteBudget
+	coord       *coordinator    // consumer groups this agent coordinates
+	txn         *txnCoordinator // transactional ids this agent coordinates
 
 	id     string
 	self   metadata.Agent // registered identity, NodeID set by the store
@@ -72,9 +75,10 @@ type Agent struct {
 
 	lim limits // limit hits, for limitHit's rate-limited log
 
-	connMu  sync.Mutex
-	conns   map[*conn]struct{}
-	closing bool
+	connMu     sync.Mutex
+	conns      map[*conn]struct{}
+	connsPerIP map[string]int // open connections by remote address
+	closing    bool
 }
 
 // New builds an agent over a metadata store and a bucket. Nothing listens
@@ -87,15 +91,16 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	_, _ = rand.Read(idb[:])
 	m := newMetrics()
 	a := &Agent{
-		cfg:      cfg,
-		log:      log.With("component", "agent"),
-		store:    store,
-		metrics:  m,
-		id:       hex.EncodeToString(idb[:]),
-		commits:  newBroadcaster(),
-		heads:    newHeads(),
-		conns:    make(map[*conn]struct{}),
-		stopping: make(chan struct{}),
+		cfg:        cfg,
+		log:        log.With("component", "agent"),
+		store:      store,
+		metrics:    m,
+		id:         hex.EncodeToString(idb[:]),
+		commits:    newBroadcaster(),
+		heads:      newHeads(),
+		conns:      make(map[*conn]struct{}),
+		connsPerIP: make(map[string]int),
+		stopping:   make(chan struct{}),
 	}
 	a.bucket = &meteredBucket{Bucket: bucket, m: m}
 	a.cache = storage.NewCache(a.bucket, cfg.CacheBytes)
@@ -104,6 +109,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
 	a.reqBudget = newByteBudget(cfg.requestBudget())
+	a.fetchBudget = newByteBudget(cfg.FetchBufferBytes)
 	return a
 }
 
@@ -225,6 +231,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	close(a.stopping)
 	a.reqBudget.wake()
+	a.fetchBudget.wake()
 	a.ln.Close()
 	// Let connections finish the requests they already read, then close them.
 	a.connMu.Lock()
@@ -291,14 +298,22 @@ func (a *Agent) acceptLoop() {
 			}
 			continue
 		}
-		c := newConn(a, nc)
+		ip := remoteIP(nc)
 		a.connMu.Lock()
 		if a.closing {
 			a.connMu.Unlock()
 			nc.Close()
 			continue
 		}
+		if limit, over := a.overConnLimitLocked(ip); over != "" {
+			a.connMu.Unlock()
+			nc.Close()
+			a.limitHit(over, "remote", nc.RemoteAddr().String(), "max", limit)
+			continue
+		}
+		c := newConn(a, nc)
 		a.conns[c] = struct{}{}
+		a.connsPerIP[ip]++
 		a.connWG.Add(1)
 		a.connMu.Unlock()
 		go func() {
@@ -306,9 +321,33 @@ func (a *Agent) acceptLoop() {
 			c.serve()
 			a.connMu.Lock()
 			delete(a.conns, c)
+			if a.connsPerIP[ip]--; a.connsPerIP[ip] <= 0 {
+				delete(a.connsPerIP, ip)
+			}
 			a.connMu.Unlock()
 		}()
 	}
+}
+
+// overConnLimitLocked names the connection limit a new connection from ip
+// would pass, with its value, or returns "" when it is within both.
+func (a *Agent) overConnLimitLocked(ip string) (int, string) {
+	if m := a.cfg.MaxConnections; m > 0 && len(a.conns) >= m {
+		return m, "max.connections"
+	}
+	if m := a.cfg.MaxConnectionsPerIP; m > 0 && a.connsPerIP[ip] >= m {
+		return m, "max.connections.per.ip"
+	}
+	return 0, ""
+}
+
+// remoteIP is the address a connection comes from, without its port.
+func remoteIP(nc net.Conn) string {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }
 
 func (a *Agent) heartbeatLoop() {

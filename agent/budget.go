@@ -2,6 +2,7 @@ package agent
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -13,12 +14,23 @@ import (
 // larger than the whole budget is still admitted when nothing else holds
 // any, so every valid request can be served.
 //
+// A frame is charged as its bytes arrive (grow), not when its size is
+// announced, so a peer's claim costs nothing until it sends. Readers that
+// already hold part of a frame and wait for more could otherwise wait on
+// each other forever; when every byte held belongs to such waiters, the
+// oldest of them goes on past the limit, so some frame always completes.
+//
 // State: everything under mu.
 type byteBudget struct {
 	mu    sync.Mutex
 	freed *sync.Cond
 	limit int64
 	used  int64
+	// growers are the tickets of the grow calls waiting now, oldest first;
+	// growHeld is what their callers already hold.
+	growers  []uint64
+	ticket   uint64
+	growHeld int64
 	// onWait, if set, is called (under mu) each time an acquire has to
 	// wait: the agent counts it as backpressure.
 	onWait func()
@@ -33,10 +45,35 @@ func newByteBudget(limit int64) *byteBudget {
 // acquire waits until n bytes fit (or nothing is held) and takes them;
 // abort is checked while waiting and returns false without taking anything.
 func (b *byteBudget) acquire(n int64, abort func() bool) bool {
+	return b.grow(0, n, abort)
+}
+
+// grow is acquire for a caller that already holds held bytes of this
+// budget and cannot release them before it gets n more (a frame partly
+// read). If everything held is held by such callers, waiting, the oldest
+// takes its n bytes past the limit.
+func (b *byteBudget) grow(held, n int64, abort func() bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.used == 0 || b.used+n <= b.limit {
+		b.used += n
+		return true
+	}
+	b.ticket++
+	t := b.ticket
+	b.growers = append(b.growers, t)
+	b.growHeld += held
+	b.freed.Broadcast() // the oldest grower may be able to go on now
+	defer func() {
+		b.growers = slices.DeleteFunc(b.growers, func(g uint64) bool { return g == t })
+		b.growHeld -= held
+		b.freed.Broadcast() // the next grower may be the oldest now
+	}()
 	waited := false
 	for b.used > 0 && b.used+n > b.limit {
+		if held > 0 && b.used == b.growHeld && b.growers[0] == t {
+			break // all held is waiting for more: the oldest goes on
+		}
 		if abort() {
 			return false
 		}
@@ -45,6 +82,17 @@ func (b *byteBudget) acquire(n int64, abort func() bool) bool {
 		}
 		waited = true
 		b.freed.Wait()
+	}
+	b.used += n
+	return true
+}
+
+// tryAcquire takes n bytes if they fit now (or nothing is held).
+func (b *byteBudget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used > 0 && b.used+n > b.limit {
+		return false
 	}
 	b.used += n
 	return true

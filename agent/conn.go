@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,9 +19,11 @@ import (
 	"floe/kafkaproto"
 )
 
-// maxPipelined bounds the requests one connection may have in flight; the
-// reader stops reading (TCP backpressure) beyond it.
-const maxPipelined = 64
+// connBufSize is the size of each connection's read and write buffers:
+// enough to batch small requests and answers; large frames and record sets
+// bypass them. They are per connection, so they bound what an idle
+// connection costs.
+const connBufSize = 16 << 10
 
 // conn is one client connection. One reader goroutine (serve) decodes
 // requests and starts a handler goroutine per request; one writer goroutine
@@ -31,10 +34,17 @@ type conn struct {
 	a    *Agent
 	nc   net.Conn
 	log  *slog.Logger
-	zone string // client's zone from its client id, if any
+	zone string // client's zone from its first request's client id, if any
+	// zoneKnown: zone was set (reader-owned).
+	zoneKnown bool
 
 	queue       chan *inflight
 	produceTurn chan struct{} // closed when the previous produce has enqueued; reader-owned
+	// inFlight counts requests read and not yet answered, lastWrite is
+	// when the writer last sent an answer (unix nanos): a connection with
+	// either is not idle.
+	inFlight  atomic.Int32
+	lastWrite atomic.Int64
 
 	closeOnce sync.Once
 }
@@ -51,6 +61,9 @@ type request struct {
 	// batches, close next once they are enqueued (or the request failed).
 	prev <-chan struct{}
 	next chan struct{}
+	// fetchHeld is what a Fetch answer's record buffers hold of the fetch
+	// budget, returned once the answer is written.
+	fetchHeld int64
 }
 
 // inflight is a request whose answer the writer waits for.
@@ -60,6 +73,8 @@ type inflight struct {
 	done  chan struct{}
 	resp  kmsg.Response // nil: send nothing (acks=0 produce)
 	err   error         // non-nil: close the connection
+	// fetchHeld: see request.fetchHeld; the writer releases it.
+	fetchHeld int64
 }
 
 func newConn(a *Agent, nc net.Conn) *conn {
@@ -69,7 +84,7 @@ func newConn(a *Agent, nc net.Conn) *conn {
 		a:           a,
 		nc:          nc,
 		log:         a.log.With("remote", nc.RemoteAddr().String()),
-		queue:       make(chan *inflight, maxPipelined),
+		queue:       make(chan *inflight, max(a.cfg.QueuedMaxRequests, 1)),
 		produceTurn: turn,
 	}
 }
@@ -103,13 +118,19 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(c.nc, connBufSize)
 	for {
 		h, frame, err := c.readFrame(br)
 		if err != nil {
-			if errors.Is(err, kafkaproto.ErrFrameTooLarge) {
-				c.log.Warn("closing connection: request too large", "max", c.a.cfg.MaxRequestSize)
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) && !errors.Is(err, errStopped) {
+			remote := c.nc.RemoteAddr().String()
+			switch {
+			case errors.Is(err, kafkaproto.ErrFrameTooLarge):
+				c.a.limitHit("socket.request.max.bytes", "remote", remote, "err", err)
+			case errors.Is(err, errIdle):
+				c.a.limitHit("connections.max.idle.ms", "remote", remote, "idle", c.a.cfg.ConnectionsMaxIdle)
+			case isTimeout(err) && !c.a.isClosing():
+				c.a.limitHit("request.read.timeout", "remote", remote, "timeout", c.a.cfg.RequestReadTimeout)
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) && !errors.Is(err, errStopped):
 				c.log.Debug("read failed", "err", err)
 			}
 			return
@@ -120,14 +141,18 @@ func (c *conn) readLoop() {
 			c.log.Warn("closing connection: malformed request header", "err", err)
 			return
 		}
-		if hdr.ClientID != nil && c.zone == "" {
-			c.zone = zoneFromClientID(*hdr.ClientID)
+		if !c.zoneKnown {
+			// Once, before any handler runs: handlers read zone.
+			c.zoneKnown = true
+			if hdr.ClientID != nil {
+				c.zone = zoneFromClientID(*hdr.ClientID)
+			}
 		}
 		f := &inflight{frame: h, hdr: hdr, done: make(chan struct{})}
 		if resp, ok := c.unsupported(hdr); ok {
 			f.resp = resp
 			close(f.done)
-			c.queue <- f
+			c.enqueue(f)
 			if resp == nil {
 				return
 			}
@@ -145,27 +170,53 @@ func (c *conn) readLoop() {
 			r.next = make(chan struct{})
 			c.produceTurn = r.next
 		}
-		c.queue <- f
+		c.enqueue(f)
 		go c.run(r, f)
+	}
+}
+
+// enqueue hands f to the writer; with QueuedMaxRequests answers pending,
+// the reader waits (and reads nothing meanwhile).
+func (c *conn) enqueue(f *inflight) {
+	c.inFlight.Add(1)
+	select {
+	case c.queue <- f:
+	default:
+		c.a.limitHit("queued.max.requests", "remote", c.nc.RemoteAddr().String(), "max", cap(c.queue))
+		c.queue <- f
 	}
 }
 
 // errStopped: the agent is shutting down while a reader waited for budget.
 var errStopped = errors.New("agent is shutting down")
 
-// readFrame reads one size-prefixed request frame, as kafkaproto.ReadFrame
-// does, into a buffer charged to the agent's request budget, taken before
-// the body is read so that readers wait (TCP backpressure) rather than
-// allocate beyond the budget. The body is read straight into one buffer of
-// its size (no growing copies): the budget, not a per-connection growth
-// schedule, is what bounds the memory a peer's size claim can make us
-// hold. As with Kafka's queued.max.request.bytes memory pool, a peer that
-// announces a large frame and sends it slowly holds that much budget
-// meanwhile; the frame size limit bounds how much. Produce frames,
-// the big and frequent ones, use recycled buffers; no other request is
-// known not to keep references into its frame after it is answered.
+// errIdle: the connection sent no request for ConnectionsMaxIdle.
+var errIdle = errors.New("connection idle")
+
+// frameStart is how much of a frame's buffer is charged and allocated
+// before more than that has arrived; the buffer then grows fourfold as it
+// fills, so what a frame holds is at most about four times what its peer
+// has sent. Frames that arrived whole in the read buffer take one exact
+// buffer at once.
+const frameStart = 64 << 10
+
+// readFrame reads one size-prefixed request frame into a buffer charged to
+// the agent's request budget, as it arrives: a peer that announces a large
+// frame and sends it slowly, or not at all, holds only about what it sent,
+// and the frame must be complete within RequestReadTimeout of its first
+// byte (not counting time spent waiting for budget). Readers wait for
+// budget (TCP backpressure) rather than allocate beyond it. Before a frame
+// begins, the connection may be idle for ConnectionsMaxIdle. Produce
+// frames, the big and frequent ones, use recycled buffers; no other
+// request is known not to keep references into its frame after it is
+// answered.
 func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 	var sz [4]byte
+	if err := c.awaitFrame(br); err != nil {
+		return nil, nil, err
+	}
+	readBy := time.Now().Add(c.a.cfg.RequestReadTimeout)
+	c.setReadDeadline(readBy)
 	if _, err := io.ReadFull(br, sz[:]); err != nil {
 		return nil, nil, err
 	}
@@ -174,32 +225,112 @@ func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %d bytes (max %d)", kafkaproto.ErrFrameTooLarge, n, c.a.cfg.MaxRequestSize)
 	}
 	c.a.metrics.requestBytes.Add(float64(n) + 4)
-	if !c.a.reqBudget.acquire(int64(n), c.a.isClosing) {
-		return nil, nil, errStopped
-	}
 	var pool *bufPool
 	if n >= 2 {
 		// The API key leads the header; Peek waits for 2 bytes that are
 		// part of this frame.
-		if k, err := br.Peek(2); err == nil && int16(binary.BigEndian.Uint16(k)) == int16(kmsg.Produce) {
+		k, err := br.Peek(2)
+		if err != nil {
+			return nil, nil, err
+		}
+		if int16(binary.BigEndian.Uint16(k)) == int16(kmsg.Produce) {
 			pool = c.a.batcher.bufs
 		}
 	}
-	var buf []byte
-	if pool != nil {
-		buf = pool.get(int(n))
-	} else {
-		buf = make([]byte, n)
+	alloc := func(size int) []byte {
+		if pool != nil {
+			return pool.get(size)
+		}
+		return make([]byte, size)
 	}
-	h := newHeldFrame(c.a.reqBudget, pool, buf, int64(n))
-	if _, err := io.ReadFull(br, buf); err != nil {
-		h.unref()
+	size := int(n)
+	if size > frameStart && br.Buffered() < size {
+		size = max(frameStart, br.Buffered())
+	}
+	charged := int64(0)
+	budgetFor := func(size int) error {
+		t := time.Now()
+		if !c.a.reqBudget.grow(charged, int64(size)-charged, c.a.isClosing) {
+			return errStopped
+		}
+		charged = int64(size)
+		if waited := time.Since(t); waited > time.Millisecond {
+			readBy = readBy.Add(waited) // the agent's wait, not the peer's
+			c.setReadDeadline(readBy)
+		}
+		return nil
+	}
+	if err := budgetFor(size); err != nil {
+		return nil, nil, err
+	}
+	buf := alloc(size)
+	fail := func(err error) (*heldFrame, []byte, error) {
+		newHeldFrame(c.a.reqBudget, pool, buf, charged).unref()
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, nil, err
 	}
-	return h, buf, nil
+	read := 0
+	for {
+		m, err := io.ReadFull(br, buf[read:])
+		read += m
+		if err != nil {
+			return fail(err)
+		}
+		if read == int(n) {
+			break
+		}
+		// The buffer is full and more is coming: grow it.
+		grown := min(4*len(buf), int(n))
+		if err := budgetFor(grown); err != nil {
+			return fail(err)
+		}
+		next := alloc(grown)
+		copy(next, buf)
+		if pool != nil {
+			pool.put(buf)
+		}
+		buf = next
+	}
+	return newHeldFrame(c.a.reqBudget, pool, buf, charged), buf, nil
+}
+
+// awaitFrame waits for the first byte of the next frame. While nothing
+// arrives for ConnectionsMaxIdle and the connection has no request in
+// flight nor wrote an answer meanwhile, it is idle: errIdle.
+func (c *conn) awaitFrame(br *bufio.Reader) error {
+	idle := c.a.cfg.ConnectionsMaxIdle
+	for {
+		if c.a.isClosing() {
+			return errStopped // Close stops reading; nothing of a new frame was read
+		}
+		if idle > 0 {
+			c.setReadDeadline(time.Now().Add(idle))
+		} else {
+			c.setReadDeadline(time.Time{})
+		}
+		_, err := br.Peek(1)
+		if err == nil {
+			return nil
+		}
+		if !isTimeout(err) || c.a.isClosing() {
+			return err
+		}
+		if c.inFlight.Load() == 0 && time.Since(time.Unix(0, c.lastWrite.Load())) >= idle {
+			return errIdle
+		}
+		// Busy with answers: not idle. A Peek that timed out consumed
+		// nothing, so the reader carries on.
+	}
+}
+
+// setReadDeadline sets the connection's read deadline (tests may run a
+// conn without one).
+func (c *conn) setReadDeadline(t time.Time) {
+	if c.nc != nil {
+		_ = c.nc.SetReadDeadline(t)
+	}
 }
 
 // unsupported answers requests at versions we do not handle. It returns
@@ -236,13 +367,13 @@ func (c *conn) run(r *request, f *inflight) {
 		// A handler bug must cost one connection, never the process.
 		if v := recover(); v != nil {
 			c.log.Error("handler panic", "api_key", r.hdr.APIKey, "version", r.hdr.APIVersion, "panic", v)
-			f.resp, f.err = nil, fmt.Errorf("handler panic: %v", v)
+			f.resp, f.err, f.fetchHeld = nil, fmt.Errorf("handler panic: %v", v), r.fetchHeld
 		}
 	}()
 	start := time.Now()
 	ctx := c.a.ctx
 	resp, err := c.a.handle(ctx, r)
-	f.resp, f.err = resp, err
+	f.resp, f.err, f.fetchHeld = resp, err, r.fetchHeld
 	c.a.metrics.observeRequest(r.hdr.APIKey, time.Since(start))
 	if err != nil {
 		c.log.Warn("closing connection", "api_key", r.hdr.APIKey, "version", r.hdr.APIVersion, "err", err)
@@ -250,7 +381,7 @@ func (c *conn) run(r *request, f *inflight) {
 }
 
 func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	bw := bufio.NewWriterSize(c.nc, connBufSize)
 	var buf []byte
 	var parts [][]byte
 	broken := false
@@ -286,34 +417,48 @@ func (c *conn) writeLoop() {
 		// The request no longer needs its frame once answered (produce
 		// batches still in the batcher hold their own references).
 		f.frame.unref()
-		if broken {
-			continue
-		}
-		if f.err != nil || (f.resp == nil && f.hdr.APIKey != int16(kmsg.Produce)) {
-			broken = true
-			c.close()
-			continue
-		}
-		if f.resp == nil {
-			continue // acks=0: Kafka sends no answer
-		}
-		f.resp.SetVersion(respVersion(f))
-		if fr, ok := f.resp.(*kmsg.FetchResponse); ok {
-			var ok bool
-			if buf, parts, ok = c.writeFetch(bw, buf, parts, f.hdr, fr); !ok {
-				broken = true
-				c.close()
-			}
-			continue
-		}
-		buf = kafkaproto.AppendResponse(buf[:0], f.hdr, f.resp)
-		c.a.metrics.responseBytes.Add(float64(len(buf)))
-		if _, err := bw.Write(buf); err != nil {
-			broken = true
-			c.close()
+		c.lastWrite.Store(time.Now().UnixNano())
+		c.inFlight.Add(-1)
+		buf, parts = c.writeAnswer(bw, buf, parts, f, &broken)
+		// A Fetch answer's record bytes are written (or never will be).
+		if f.fetchHeld > 0 {
+			c.a.fetchBudget.release(f.fetchHeld)
 		}
 	}
 	flush()
+}
+
+// writeAnswer writes f's answer, or closes the connection for an answer
+// that must close it; broken is set once the connection is closed. buf and
+// parts are the writer's scratch, returned for the next answer.
+func (c *conn) writeAnswer(bw *bufio.Writer, buf []byte, parts [][]byte, f *inflight, broken *bool) ([]byte, [][]byte) {
+	if *broken {
+		return buf, parts
+	}
+	if f.err != nil || (f.resp == nil && f.hdr.APIKey != int16(kmsg.Produce)) {
+		*broken = true
+		c.close()
+		return buf, parts
+	}
+	if f.resp == nil {
+		return buf, parts // acks=0: Kafka sends no answer
+	}
+	f.resp.SetVersion(respVersion(f))
+	if fr, ok := f.resp.(*kmsg.FetchResponse); ok {
+		var ok bool
+		if buf, parts, ok = c.writeFetch(bw, buf, parts, f.hdr, fr); !ok {
+			*broken = true
+			c.close()
+		}
+		return buf, parts
+	}
+	buf = kafkaproto.AppendResponse(buf[:0], f.hdr, f.resp)
+	c.a.metrics.responseBytes.Add(float64(len(buf)))
+	if _, err := bw.Write(buf); err != nil {
+		*broken = true
+		c.close()
+	}
+	return buf, parts
 }
 
 // writeFetch writes a Fetch answer: its large record sets straight from the

@@ -77,6 +77,9 @@ compat: deps
 # Packages with fuzz targets; make fuzz runs every Fuzz* target in each.
 FUZZ_PKGS := ./kafkaproto ./storage ./agent
 FUZZTIME  ?= 60s
+# Each new input is minimized for at most this long; Go's 60s default would
+# spend most of a slow target's (FuzzAgentRequest's) time minimizing.
+FUZZMINIMIZETIME ?= 5s
 
 ## fuzz: run every fuzz target of $(FUZZ_PKGS), one after another, for FUZZTIME each (default 60s);
 ## new interesting inputs stay in Go's cache, crashers are written to the package's testdata/fuzz/
@@ -85,7 +88,7 @@ fuzz:
 		targets=$$($(GO) test -list '^Fuzz' $$pkg/ | grep '^Fuzz') || exit 1; \
 		for t in $$targets; do \
 			echo "== $$pkg $$t ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg/ || exit 1; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg/ || exit 1; \
 		done; \
 	done
 

@@ -13,6 +13,15 @@ package agent
 // Unknown topics are created when the agent allows auto-creation and the
 // request does (v4+ AllowAutoTopicCreation; always below v4, as in Kafka).
 // v10+ carry real non-zero topic ids.
+//
+// Auto-creation is bounded: the agent creates at most AutoCreateRate topics
+// a second (a token bucket with bursts of as many), within the cluster's
+// MaxTopics and MaxPartitions, and within storeTimeout per request. Topics
+// beyond are answered UNKNOWN_TOPIC_OR_PARTITION, which clients retry, so
+// they are created on a later request: what a Kafka broker answers for a
+// topic whose creation it has forwarded to the controller. A request naming
+// 10,000 unknown topics is answered at once, not after 10,000 creations,
+// and costs a bounded number of store look-ups (missLookups).
 
 import (
 	"context"
@@ -68,15 +77,32 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 		sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	}
 	autoCreate := a.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	look := newLookups()
+	var unknown []kmsg.MetadataRequestTopic // by name, to auto-create
 	for _, rt := range req.Topics {
-		t, ok, code := a.resolveMetadataTopic(ctx, rt, all, autoCreate)
+		t, ok, code := a.resolveMetadataTopic(ctx, rt, all, look)
 		if ok {
 			topics = append(topics, t)
+			continue
+		}
+		if autoCreate && code == kerr.UnknownTopicOrPartition && rt.Topic != nil {
+			unknown = append(unknown, rt)
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, code.Code
 		missing = append(missing, mt)
+	}
+	if len(unknown) > 0 {
+		created, codes := a.autoCreateTopics(ctx, unknown)
+		topics = append(topics, created...)
+		for i, rt := range unknown {
+			if codes[i] != nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.ErrorCode = rt.Topic, codes[i].Code
+				missing = append(missing, mt)
+			}
+		}
 	}
 	for _, t := range topics {
 		resp.Topics = append(resp.Topics, a.metadataTopic(t, live, r.c.zone))
@@ -85,9 +111,13 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 	return resp, nil
 }
 
-func (a *Agent) resolveMetadataTopic(ctx context.Context, rt kmsg.MetadataRequestTopic, all map[string]metadata.Topic, autoCreate bool) (metadata.Topic, bool, *kerr.Error) {
+// resolveMetadataTopic finds a requested topic, asking the store about
+// those missing from all while look allows. An unknown name is
+// UNKNOWN_TOPIC_OR_PARTITION (or INVALID_TOPIC_EXCEPTION when it cannot
+// name a topic).
+func (a *Agent) resolveMetadataTopic(ctx context.Context, rt kmsg.MetadataRequestTopic, all map[string]metadata.Topic, look *lookups) (metadata.Topic, bool, *kerr.Error) {
 	if rt.Topic == nil {
-		t, ok, err := a.topics.getID(ctx, metadata.TopicID(rt.TopicID))
+		t, ok, err := a.topics.findID(ctx, metadata.TopicID(rt.TopicID), look)
 		if err != nil {
 			return t, false, kerr.UnknownServerError
 		}
@@ -100,7 +130,7 @@ func (a *Agent) resolveMetadataTopic(ctx context.Context, rt kmsg.MetadataReques
 	if t, ok := all[name]; ok {
 		return t, true, nil
 	}
-	t, ok, err := a.topics.get(ctx, name)
+	t, ok, err := a.topics.find(ctx, name, look)
 	if err != nil {
 		return t, false, kerr.UnknownServerError
 	}
@@ -110,20 +140,65 @@ func (a *Agent) resolveMetadataTopic(ctx context.Context, rt kmsg.MetadataReques
 	if validTopicName(name) != nil {
 		return t, false, kerr.InvalidTopicException
 	}
-	if !autoCreate {
-		return t, false, kerr.UnknownTopicOrPartition
+	return t, false, kerr.UnknownTopicOrPartition
+}
+
+// autoCreateTopics creates the named unknown topics as far as the
+// auto-creation rate, the cluster limits and storeTimeout allow. It
+// returns the topics it created or found created meanwhile, and per name
+// nil for those or the error code to answer.
+func (a *Agent) autoCreateTopics(ctx context.Context, rts []kmsg.MetadataRequestTopic) ([]metadata.Topic, []*kerr.Error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	var topics []metadata.Topic
+	codes := make([]*kerr.Error, len(rts))
+	done := make(map[string]*kerr.Error, len(rts)) // a name asked twice is created once
+	budget := &clusterBudget{a: a}
+	created := false
+	for i, rt := range rts {
+		name := *rt.Topic
+		if code, ok := done[name]; ok {
+			codes[i] = code
+			continue
+		}
+		t, code := a.autoCreateTopic(ctx, name, budget)
+		if code == nil {
+			topics = append(topics, t)
+			created = true
+		}
+		codes[i], done[name] = code, code
 	}
-	t, err = a.store.CreateTopic(ctx, name, a.cfg.DefaultPartitions, nil)
+	if created {
+		a.topics.invalidate()
+	}
+	return topics, codes
+}
+
+func (a *Agent) autoCreateTopic(ctx context.Context, name string, budget *clusterBudget) (metadata.Topic, *kerr.Error) {
+	if ctx.Err() != nil {
+		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+	}
+	if !a.topics.allowAutoCreate(a.cfg.AutoCreateRate) {
+		a.limitHit("auto.create.rate", "topic", name, "rate", a.cfg.AutoCreateRate)
+		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+	}
+	if code, _ := budget.check(ctx, 1, int64(a.cfg.DefaultPartitions)); code != nil {
+		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+	}
+	t, err := a.store.CreateTopic(ctx, name, a.cfg.DefaultPartitions, nil)
 	if errors.Is(err, metadata.ErrTopicExists) {
 		t, err = a.store.Topic(ctx, name) // created concurrently elsewhere
+		if err == nil {
+			return t, nil
+		}
 	}
 	if err != nil {
 		a.log.Warn("auto-create topic failed", "topic", name, "err", err)
-		return t, false, kerr.LeaderNotAvailable
+		return t, kerr.LeaderNotAvailable
 	}
-	a.topics.invalidate()
+	budget.add(1, int64(t.Partitions))
 	a.log.Info("topic auto-created", "topic", name, "partitions", t.Partitions)
-	return t, true, nil
+	return t, nil
 }
 
 func (a *Agent) metadataTopic(t metadata.Topic, live []metadata.Agent, zone string) kmsg.MetadataResponseTopic {

@@ -8,6 +8,13 @@ package agent
 // holds the group's lease. v0 commits are admin commits; v1's per-partition
 // timestamp and v2–v4's retention time are ignored (retention is the
 // agent's). v10 (topic ids) is not served.
+//
+// A request naming more than MaxOffsetCommitPartitions partitions is
+// refused before anything is looked up or written: every partition is
+// answered INVALID_COMMIT_OFFSET_SIZE, what a Kafka broker answers when a
+// commit is too large for its offsets topic, and which its clients hand to
+// the application instead of retrying. Allowed commits are written in
+// chunks (metadata.OffsetChunk), within storeTimeout.
 
 import (
 	"context"
@@ -52,12 +59,17 @@ func (a *Agent) handleOffsetCommit(ctx context.Context, r *request) (kmsg.Respon
 		setAll(kerr.InvalidGroupID.Code)
 		return resp, nil
 	}
+	if a.offsetCommitTooLarge(req.Group, offsetCommitPartitions(req.Topics, func(t kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) })) {
+		setAll(kerr.InvalidCommitOffsetSize.Code)
+		return resp, nil
+	}
 	// Per-partition checks first; only valid partitions are written.
 	codes := make([][]int16, len(req.Topics))
 	var offs []metadata.GroupOffset
+	look := newLookups()
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
-		tp, ok, err := a.topics.get(ctx, t.Topic)
+		tp, ok, err := a.topics.find(ctx, t.Topic, look)
 		for j, p := range t.Partitions {
 			switch {
 			case err != nil:
@@ -117,4 +129,24 @@ func (c *coordinator) commitCheck(e *groupEntry, now time.Time, member, instance
 		return e.cg.CommitCheck(member, gen)
 	}
 	return e.g.CommitCheck(now, member, instance, gen)
+}
+
+// offsetCommitPartitions counts the partitions of an (Txn)OffsetCommit's topics.
+func offsetCommitPartitions[T any](topics []T, partitions func(T) int) int {
+	n := 0
+	for _, t := range topics {
+		n += partitions(t)
+	}
+	return n
+}
+
+// offsetCommitTooLarge reports (and counts) a commit of more partitions
+// than MaxOffsetCommitPartitions allows (0: no limit).
+func (a *Agent) offsetCommitTooLarge(group string, partitions int) bool {
+	limit := a.cfg.MaxOffsetCommitPartitions
+	if limit <= 0 || partitions <= limit {
+		return false
+	}
+	a.limitHit("max.offset.commit.partitions", "group", group, "partitions", partitions, "max", limit)
+	return true
 }

@@ -7,6 +7,19 @@ package agent
 // reported as 1; manual replica assignments are accepted and ignored beyond
 // their partition count. Configs are stored as given; validate-only checks
 // everything and creates nothing. v7 answers carry the topic id.
+//
+// Limits: a topic of more than MaxPartitionsPerTopic partitions is
+// INVALID_PARTITIONS; one that would take the cluster past MaxTopics or
+// MaxPartitions is POLICY_VIOLATION, Kafka's answer to a topic its create
+// policy refuses. Validate-only requests are checked the same way. The
+// request's TimeoutMillis bounds the store calls; topics not created by
+// then are REQUEST_TIMED_OUT. Each topic is created in a transaction of its
+// own, so the writers of other requests get their turn between topics.
+// The topics of one request are not limited in number: the frame size
+// bounds the request, the limits above its outcome, and its timeout the
+// time it takes. (Kafka's KRaft controller refuses a request of more than
+// 10,000 partitions in all with POLICY_VIOLATION, because it builds one
+// metadata batch for the whole request; floe builds none.)
 
 import (
 	"context"
@@ -28,27 +41,37 @@ func init() {
 func (a *Agent) handleCreateTopics(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
 	seen := make(map[string]int)
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	budget := &clusterBudget{a: a}
+	created := false
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		code, msg := a.createTopic(ctx, req.ValidateOnly, rt, seen[rt.Topic] > 1, &st)
+		code, msg := a.createTopic(ctx, req.ValidateOnly, rt, seen[rt.Topic] > 1, budget, &st)
 		if code != nil {
 			st.ErrorCode = code.Code
 			if msg != "" {
 				st.ErrorMessage = &msg
 			}
+		} else if !req.ValidateOnly {
+			created = true
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if created {
+		a.topics.invalidate()
 	}
 	return resp, nil
 }
 
-func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.CreateTopicsRequestTopic, dup bool, st *kmsg.CreateTopicsResponseTopic) (*kerr.Error, string) {
+func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.CreateTopicsRequestTopic, dup bool,
+	budget *clusterBudget, st *kmsg.CreateTopicsResponseTopic) (*kerr.Error, string) {
 	if dup {
 		return kerr.InvalidRequest, "topic named more than once in the request"
 	}
@@ -60,13 +83,16 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 		if partitions != -1 {
 			return kerr.InvalidRequest, "both partition count and replica assignment given"
 		}
-		partitions = int32(len(rt.ReplicaAssignment))
+		partitions = int32(min(len(rt.ReplicaAssignment), 1<<31-1))
 	}
 	if partitions == -1 {
 		partitions = a.cfg.DefaultPartitions
 	}
 	if partitions < 1 {
 		return kerr.InvalidPartitions, "number of partitions must be larger than 0"
+	}
+	if code, msg := a.checkPartitionsPerTopic(rt.Topic, partitions); code != nil {
+		return code, msg
 	}
 	if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
 		return kerr.InvalidReplicationFactor, "replication factor must be larger than 0"
@@ -81,13 +107,36 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 		}
 		configs[c.Name] = *c.Value
 	}
-	var t metadata.Topic
-	if validateOnly {
+	if ctx.Err() != nil {
+		return kerr.RequestTimedOut, "the request's timeout passed before the topic was created"
+	}
+	exists := func() (*kerr.Error, string) {
 		if _, ok, err := a.topics.get(ctx, rt.Topic); err != nil {
-			return kerr.UnknownServerError, ""
+			return a.adminStoreError(ctx, "look up topic", rt.Topic, err)
 		} else if ok {
 			return kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic)
 		}
+		return nil, ""
+	}
+	if validateOnly {
+		if code, msg := exists(); code != nil {
+			return code, msg
+		}
+	}
+	if code, msg := budget.load(ctx); code != nil {
+		return code, msg
+	}
+	if limit, _ := budget.refusal(1, int64(partitions)); limit != "" && !validateOnly {
+		// An existing topic is TOPIC_ALREADY_EXISTS, full cluster or not.
+		if code, msg := exists(); code != nil {
+			return code, msg
+		}
+	}
+	if code, msg := budget.check(ctx, 1, int64(partitions)); code != nil {
+		return code, msg
+	}
+	var t metadata.Topic
+	if validateOnly {
 		t = metadata.Topic{Name: rt.Topic, Partitions: partitions, Configs: configs}
 	} else {
 		var err error
@@ -96,12 +145,11 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 			return kerr.TopicAlreadyExists, fmt.Sprintf("topic %q already exists", rt.Topic)
 		}
 		if err != nil {
-			a.log.Warn("create topic failed", "topic", rt.Topic, "err", err)
-			return kerr.UnknownServerError, ""
+			return a.adminStoreError(ctx, "create topic", rt.Topic, err)
 		}
-		a.topics.invalidate()
 		a.log.Info("topic created", "topic", rt.Topic, "partitions", partitions)
 	}
+	budget.add(1, int64(partitions))
 	st.TopicID = t.ID
 	st.NumPartitions = t.Partitions
 	st.ReplicationFactor = 1
@@ -117,6 +165,18 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 		st.Configs = append(st.Configs, c)
 	}
 	return nil, ""
+}
+
+// adminStoreError is the answer to a failed store call of an admin
+// request: REQUEST_TIMED_OUT once the request's deadline has passed (the
+// change may or may not have been made, as with Kafka's timeouts), else
+// UNKNOWN_SERVER_ERROR, logged.
+func (a *Agent) adminStoreError(ctx context.Context, what, topic string, err error) (*kerr.Error, string) {
+	if ctx.Err() != nil {
+		return kerr.RequestTimedOut, "the request's timeout passed before the store answered"
+	}
+	a.log.Warn(what+" failed", "topic", topic, "err", err)
+	return kerr.UnknownServerError, ""
 }
 
 // validTopicName applies Kafka's topic name rules.

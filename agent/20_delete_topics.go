@@ -4,7 +4,8 @@ package agent
 //
 // A deleted topic's index rows go with it; its objects become garbage for the
 // compactor. Produces in flight to it fail with UNKNOWN_TOPIC_OR_PARTITION at
-// commit.
+// commit. The request's TimeoutMillis bounds the store calls: topics not
+// deleted by then are REQUEST_TIMED_OUT.
 
 import (
 	"context"
@@ -24,6 +25,8 @@ func init() {
 func (a *Agent) handleDeleteTopics(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
 	type target struct {
 		name *string
 		id   [16]byte
@@ -42,11 +45,16 @@ func (a *Agent) handleDeleteTopics(ctx context.Context, r *request) (kmsg.Respon
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = tg.name, tg.id
 		name := ""
-		if tg.name != nil {
+		switch {
+		case ctx.Err() != nil:
+			st.ErrorCode = kerr.RequestTimedOut.Code
+		case tg.name != nil:
 			name = *tg.name
-		} else {
+		default:
 			t, ok, err := a.topics.getID(ctx, metadata.TopicID(tg.id))
 			switch {
+			case err != nil && ctx.Err() != nil:
+				st.ErrorCode = kerr.RequestTimedOut.Code
 			case err != nil:
 				st.ErrorCode = kerr.UnknownServerError.Code
 			case !ok:
@@ -69,8 +77,8 @@ func (a *Agent) handleDeleteTopics(ctx context.Context, r *request) (kmsg.Respon
 			case errors.Is(err, metadata.ErrUnknownTopic):
 				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case err != nil:
-				a.log.Warn("delete topic failed", "topic", name, "err", err)
-				st.ErrorCode = kerr.UnknownServerError.Code
+				code, _ := a.adminStoreError(ctx, "delete topic", name, err)
+				st.ErrorCode = code.Code
 			default:
 				a.log.Info("topic deleted", "topic", name)
 			}

@@ -9,7 +9,9 @@ package agent
 // other than -1, is OFFSET_OUT_OF_RANGE. Index rows wholly below the new log
 // start are deleted at once; the compactor deletes their objects after its
 // grace period. ListOffsets earliest and Fetch read the log start from the
-// store, so they reflect the change immediately.
+// store, so they reflect the change immediately. The request's
+// TimeoutMillis bounds the store calls: partitions not done by then are
+// REQUEST_TIMED_OUT.
 
 import (
 	"context"
@@ -29,6 +31,8 @@ func init() {
 func (a *Agent) handleDeleteRecords(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
@@ -38,6 +42,8 @@ func (a *Agent) handleDeleteRecords(ctx context.Context, r *request) (kmsg.Respo
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			switch {
+			case ctx.Err() != nil:
+				sp.ErrorCode = kerr.RequestTimedOut.Code
 			case err != nil:
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:
@@ -61,11 +67,7 @@ func (a *Agent) handleDeleteRecords(ctx context.Context, r *request) (kmsg.Respo
 func (a *Agent) deleteRecords(ctx context.Context, topic metadata.TopicID, partition int32, offset int64) (int64, *kerr.Error) {
 	st, err := a.store.Partition(ctx, topic, partition)
 	if err != nil {
-		if errors.Is(err, metadata.ErrUnknownTopic) {
-			return -1, kerr.UnknownTopicOrPartition
-		}
-		a.log.Warn("delete records: partition state failed", "err", err)
-		return -1, kerr.KafkaStorageError
+		return -1, a.deleteRecordsError(ctx, "partition state", err)
 	}
 	if offset == -1 {
 		offset = st.NextOffset
@@ -75,11 +77,19 @@ func (a *Agent) deleteRecords(ctx context.Context, topic metadata.TopicID, parti
 	}
 	st, err = a.store.AdvanceLogStart(ctx, topic, partition, offset)
 	if err != nil {
-		if errors.Is(err, metadata.ErrUnknownTopic) {
-			return -1, kerr.UnknownTopicOrPartition
-		}
-		a.log.Warn("delete records: advance log start failed", "err", err)
-		return -1, kerr.KafkaStorageError
+		return -1, a.deleteRecordsError(ctx, "advance log start", err)
 	}
 	return st.LogStartOffset, nil
+}
+
+// deleteRecordsError is the answer to a failed store call of DeleteRecords.
+func (a *Agent) deleteRecordsError(ctx context.Context, what string, err error) *kerr.Error {
+	switch {
+	case errors.Is(err, metadata.ErrUnknownTopic):
+		return kerr.UnknownTopicOrPartition
+	case ctx.Err() != nil:
+		return kerr.RequestTimedOut
+	}
+	a.log.Warn("delete records: "+what+" failed", "err", err)
+	return kerr.KafkaStorageError
 }

@@ -10,6 +10,11 @@ package agent
 // AddOffsetsToTxn. From v3 on, the group's coordinator also checks the
 // committer's member id and generation (KIP-447), as for OffsetCommit. v5 (KIP-890 part 2) and
 // v6 (topic ids) are not served.
+//
+// As for OffsetCommit, a request naming more than MaxOffsetCommitPartitions
+// partitions is answered INVALID_COMMIT_OFFSET_SIZE for every partition
+// without touching the store, and the store calls are bounded by
+// storeTimeout.
 
 import (
 	"context"
@@ -32,9 +37,14 @@ func (a *Agent) handleTxnOffsetCommit(ctx context.Context, r *request) (kmsg.Res
 	req := r.req.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	codes := map[metadata.TopicPartition]*kerr.Error{}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	code := func() *kerr.Error {
 		if req.Group == "" {
 			return kerr.InvalidGroupID
+		}
+		if a.offsetCommitTooLarge(req.Group, offsetCommitPartitions(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })) {
+			return kerr.InvalidCommitOffsetSize
 		}
 		t, err := a.store.LoadTxn(ctx, req.TransactionalID)
 		if errors.Is(err, metadata.ErrNotFound) {
@@ -52,8 +62,9 @@ func (a *Agent) handleTxnOffsetCommit(ctx context.Context, r *request) (kmsg.Res
 			return kerr.InvalidTxnState
 		}
 		var offs []metadata.GroupOffset
+		look := newLookups()
 		for _, rt := range req.Topics {
-			topic, ok, err := a.topics.get(ctx, rt.Topic)
+			topic, ok, err := a.topics.find(ctx, rt.Topic, look)
 			if err != nil {
 				return kerr.CoordinatorNotAvailable
 			}

@@ -3,9 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/time/rate"
 
 	"floe/metadata"
 )
@@ -27,6 +32,11 @@ type topicCache struct {
 	// read the store before the change that caused it, so it loads again
 	// rather than keep or return what it read.
 	gen uint64
+
+	// autoCreate is the agent-wide token bucket of Metadata
+	// auto-creations, built on first use from the agent's AutoCreateRate.
+	autoCreateOnce sync.Once
+	autoCreate     *rate.Limiter
 }
 
 func newTopicCache(store metadata.Store, ttl time.Duration) *topicCache {
@@ -87,15 +97,50 @@ func (tc *topicCache) all(ctx context.Context) (map[string]metadata.Topic, error
 	return n, err
 }
 
-// byName returns a topic, asking the store directly on a miss so a topic just
+// get returns a topic, asking the store directly on a miss so a topic just
 // created through another agent is found.
 func (tc *topicCache) get(ctx context.Context, name string) (metadata.Topic, bool, error) {
+	return tc.find(ctx, name, nil)
+}
+
+// missLookups is how many topics missing from the cached view one request
+// asks the store about (lookups); beyond it, the view, at most the cache's
+// TTL old, answers alone. A Metadata request or an OffsetCommit naming
+// 10,000 unknown topics would otherwise cost 10,000 queries, and the cost
+// of the bound is only that a topic created through another agent in the
+// last TTL may be reported unknown once more, which clients retry.
+const missLookups = 32
+
+// lookups is a request's allowance of store queries for topics missing
+// from the cached view (see missLookups).
+type lookups struct{ left int }
+
+func newLookups() *lookups { return &lookups{left: missLookups} }
+
+// take uses one look-up; false when none is left. A nil allowance is
+// unbounded.
+func (l *lookups) take() bool {
+	if l == nil {
+		return true
+	}
+	if l.left == 0 {
+		return false
+	}
+	l.left--
+	return true
+}
+
+// find is get with the store asked on a miss only while budget allows.
+func (tc *topicCache) find(ctx context.Context, name string, budget *lookups) (metadata.Topic, bool, error) {
 	n, _, err := tc.snapshot(ctx)
 	if err != nil {
 		return metadata.Topic{}, false, err
 	}
 	if t, ok := n[name]; ok {
 		return t, true, nil
+	}
+	if !budget.take() {
+		return metadata.Topic{}, false, nil
 	}
 	t, err := tc.store.Topic(ctx, name)
 	if errors.Is(err, metadata.ErrUnknownTopic) {
@@ -110,12 +155,20 @@ func (tc *topicCache) get(ctx context.Context, name string) (metadata.Topic, boo
 
 // getID returns a topic by id, asking the store on a miss.
 func (tc *topicCache) getID(ctx context.Context, id metadata.TopicID) (metadata.Topic, bool, error) {
+	return tc.findID(ctx, id, nil)
+}
+
+// findID is getID with the store asked on a miss only while budget allows.
+func (tc *topicCache) findID(ctx context.Context, id metadata.TopicID, budget *lookups) (metadata.Topic, bool, error) {
 	_, i, err := tc.snapshot(ctx)
 	if err != nil {
 		return metadata.Topic{}, false, err
 	}
 	if t, ok := i[id]; ok {
 		return t, true, nil
+	}
+	if !budget.take() {
+		return metadata.Topic{}, false, nil
 	}
 	t, err := tc.store.TopicByID(ctx, id)
 	if errors.Is(err, metadata.ErrUnknownTopic) {
@@ -135,6 +188,114 @@ func (tc *topicCache) invalidate() {
 	tc.loaded = time.Time{}
 	tc.gen++
 	tc.mu.Unlock()
+}
+
+// allowAutoCreate takes a token from the agent-wide bucket of Metadata
+// auto-creations: perSecond a second, bursts of as many (at least one); a
+// rate of 0 or less means no limit.
+func (tc *topicCache) allowAutoCreate(perSecond float64) bool {
+	tc.autoCreateOnce.Do(func() {
+		if perSecond <= 0 {
+			tc.autoCreate = rate.NewLimiter(rate.Inf, 0)
+			return
+		}
+		tc.autoCreate = rate.NewLimiter(rate.Limit(perSecond), max(1, int(math.Ceil(perSecond))))
+	})
+	return tc.autoCreate.Allow()
+}
+
+// clusterBudget is what one request may still add to the cluster under
+// MaxTopics and MaxPartitions: the store's totals, read once per request
+// when first needed, plus what the request itself has created (or, when
+// it only validates, would have). Concurrent requests each start from the
+// store's totals, so together they may overshoot by what they create at
+// the same moment: the limits stop a runaway client, they are not quotas.
+type clusterBudget struct {
+	a          *Agent
+	loaded     bool
+	topics     int
+	partitions int64
+}
+
+// check reports whether topics more topics holding partitions more
+// partitions fit under the cluster limits: nil, or POLICY_VIOLATION with
+// its message, counted as a limit hit (or the error of reading the
+// totals).
+func (b *clusterBudget) check(ctx context.Context, topics int, partitions int64) (*kerr.Error, string) {
+	if code, msg := b.load(ctx); code != nil {
+		return code, msg
+	}
+	limit, msg := b.refusal(topics, partitions)
+	if limit == "" {
+		return nil, ""
+	}
+	b.a.limitHit(limit, "topics", b.topics, "partitions", b.partitions, "asked", partitions)
+	return kerr.PolicyViolation, msg
+}
+
+// load reads the store's totals unless read already: REQUEST_TIMED_OUT
+// past the request's deadline, UNKNOWN_SERVER_ERROR on other failures.
+func (b *clusterBudget) load(ctx context.Context) (*kerr.Error, string) {
+	cfg := &b.a.cfg
+	if b.loaded || (cfg.MaxTopics <= 0 && cfg.MaxPartitions <= 0) {
+		return nil, ""
+	}
+	n, p, err := b.a.store.TopicTotals(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return kerr.RequestTimedOut, "the request timed out counting the cluster's topics"
+		}
+		b.a.log.Warn("count topics failed", "err", err)
+		return kerr.UnknownServerError, ""
+	}
+	b.topics, b.partitions, b.loaded = n, p, true
+	return nil, ""
+}
+
+// refusal names the limit (and says why) that topics more topics with
+// partitions more partitions would break; "" if none. The totals must be
+// loaded.
+func (b *clusterBudget) refusal(topics int, partitions int64) (limit, msg string) {
+	cfg := &b.a.cfg
+	if cfg.MaxTopics > 0 && b.topics+topics > cfg.MaxTopics {
+		return "max.topics", fmt.Sprintf("the cluster has %d topics, the limit is %d", b.topics, cfg.MaxTopics)
+	}
+	if cfg.MaxPartitions > 0 && b.partitions+partitions > cfg.MaxPartitions {
+		return "max.partitions", fmt.Sprintf("the cluster has %d partitions, %d more would exceed the limit of %d",
+			b.partitions, partitions, cfg.MaxPartitions)
+	}
+	return "", ""
+}
+
+// add counts what the request created.
+func (b *clusterBudget) add(topics int, partitions int64) {
+	b.topics += topics
+	b.partitions += partitions
+}
+
+// checkPartitionsPerTopic answers INVALID_PARTITIONS, with its message,
+// for a topic count above MaxPartitionsPerTopic.
+func (a *Agent) checkPartitionsPerTopic(topic string, partitions int32) (*kerr.Error, string) {
+	if limit := a.cfg.MaxPartitionsPerTopic; limit > 0 && partitions > limit {
+		a.limitHit("max.partitions.per.topic", "topic", topic, "asked", partitions, "max", limit)
+		return kerr.InvalidPartitions, fmt.Sprintf("%d partitions exceed the limit of %d per topic", partitions, limit)
+	}
+	return nil, ""
+}
+
+// adminContext bounds an admin request's store calls (CreateTopics,
+// CreatePartitions, DeleteTopics, DeleteRecords) by the timeout the
+// client gave (TimeoutMillis): past it, what is left is answered
+// REQUEST_TIMED_OUT, as Kafka answers, instead of working on for a client
+// that gave up. A timeout of 0 or less, which asks Kafka not to wait for
+// the change to spread, gets storeTimeout: floe's changes are done when
+// the store call returns.
+func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	d := storeTimeout
+	if timeoutMillis > 0 {
+		d = time.Duration(timeoutMillis) * time.Millisecond
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // Topic config defaults, as a Kafka broker reports them.

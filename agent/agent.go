@@ -239,15 +239,24 @@ func (a *Agent) Close(ctx context.Context) error {
 		c.stopReading()
 	}
 	a.connMu.Unlock()
-	a.batcher.close() // flushes everything pending and waits for commits
+	// Flushes everything pending and waits for the commits; past ctx's
+	// deadline the flushes still running are abandoned, and their
+	// producers get retriable errors (the outcome is unknown, as after a
+	// crash: idempotent producers retry without duplicates).
+	stopAbort := context.AfterFunc(ctx, a.batcher.abortFlushes)
+	a.batcher.close()
+	stopAbort()
+	a.batcher.abortFlushes()
 
 	// Connections end once their writers have sent every answer; past ctx's
-	// deadline they are cut.
+	// deadline the requests still running are cancelled and the
+	// connections cut.
 	drained := make(chan struct{})
 	go func() { a.connWG.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-ctx.Done():
+		a.cancel()
 		a.connMu.Lock()
 		for c := range a.conns {
 			c.close()
@@ -261,9 +270,11 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
 	a.bgReads.Wait()
-	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Hand groups and transactional ids off before leaving the live set,
+	// within what is left of ctx (else their leases expire by themselves).
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a.coord.close(dctx) // hand groups off before leaving the live set
+	a.coord.close(dctx)
 	a.txn.close(dctx)
 	if err := a.store.DeregisterAgent(dctx, a.id); err != nil {
 		return fmt.Errorf("deregister agent: %w", err)

@@ -51,6 +51,12 @@ type batcher struct {
 	flushSeq  uint64
 	closeOnce sync.Once
 
+	// flushCtx is the context of every flush's PUT and commit: a flush
+	// always finishes, since producers wait on it, unless shutdown's grace
+	// runs out and Close calls abortFlushes.
+	flushCtx     context.Context
+	abortFlushes context.CancelFunc
+
 	// bufs recycles produce request frames and Fetch answers' record
 	// buffers (see bufPool).
 	bufs *bufPool
@@ -139,6 +145,7 @@ func newBatcher(a *Agent) *batcher {
 		bufs: newBufPool(a.cfg.BufferBytes / 2),
 	}
 	b.room = sync.NewCond(&b.mu)
+	b.flushCtx, b.abortFlushes = context.WithCancel(context.Background())
 	return b
 }
 
@@ -289,7 +296,7 @@ func (b *batcher) run(f *flush) {
 		size += int64(len(p))
 	}
 	key := storage.NewObjectKey()
-	ctx := context.Background() // a flush always finishes: producers wait on it
+	ctx := b.flushCtx
 	err := b.put(ctx, key, parts)
 	cached := false
 	if err == nil {

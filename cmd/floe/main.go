@@ -268,8 +268,27 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	}
 	<-ctx.Done()
 	stop()
-	log.Info("shutting down")
+	log.Info("shutting down", "grace", f.shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
 	defer cancel()
+	boundShutdown(f.shutdownGrace, log)
 	return a.Close(sctx)
+}
+
+// boundShutdown makes --shutdown-grace a bound on the whole shutdown, the
+// stores' and the compactor's closing included: a second SIGINT/SIGTERM,
+// or the grace plus a few seconds, ends the process at once. The process
+// is exiting anyway, so the watchdog is never stopped.
+func boundShutdown(grace time.Duration, log *slog.Logger) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sig:
+			log.Error("second signal during shutdown: exiting now", "signal", s.String())
+		case <-time.After(grace + 5*time.Second):
+			log.Error("shutdown took longer than --shutdown-grace: exiting now", "grace", grace)
+		}
+		os.Exit(1)
+	}()
 }

@@ -197,8 +197,9 @@ var errIdle = errors.New("connection idle")
 // before more than that has arrived; the buffer then grows fourfold as it
 // fills, so what a frame holds is at most about four times what its peer
 // has sent. Frames that arrived whole in the read buffer take one exact
-// buffer at once.
-const frameStart = 64 << 10
+// buffer at once. 128 KiB is above the buffer pool's 64 KiB floor, so a
+// produce frame's first buffer is recycled too.
+const frameStart = 128 << 10
 
 // readFrame reads one size-prefixed request frame into a buffer charged to
 // the agent's request budget, as it arrives: a peer that announces a large

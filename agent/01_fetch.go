@@ -14,7 +14,9 @@ package agent
 // by other agents are noticed within RemotePollInterval.
 //
 // Fetch sessions (KIP-227) are declined: every answer carries session id 0,
-// so clients keep sending full fetches. v13+ name topics by id.
+// so clients keep sending full fetches; a full fetch naming a session (epoch
+// 0 or -1) is served, an incremental one answered FETCH_SESSION_ID_NOT_FOUND
+// (see fetchSessionError). v13+ name topics by id.
 //
 // isolation_level=1 (read_committed) stops at the last stable offset (the
 // first offset of the partition's oldest open transaction, else the high
@@ -47,10 +49,9 @@ const lookupLimit = 64
 func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.FetchRequest)
 	start := time.Now()
-	if req.SessionID != 0 {
-		// We never hand out sessions, so any session id is unknown.
+	if code := fetchSessionError(req.SessionEpoch); code != nil {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		resp.ErrorCode = code.Code
 		return resp, nil
 	}
 	deadline := start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -294,6 +295,19 @@ func (a *Agent) takeFetchBudget(ctx context.Context, n int64, first bool) bool {
 		return false
 	}
 	return a.fetchBudget.acquire(n, func() bool { return a.isClosing() || ctx.Err() != nil })
+}
+
+// fetchSessionError answers a Fetch's session fields (KIP-227). floe opens
+// no sessions: every answer carries session id 0, so clients go on sending
+// full fetches. A full fetch — epoch 0 (open a session: none is opened) or
+// -1 (no session) — is served whatever session id it names, as Kafka serves
+// it after closing that session; any other epoch is an incremental fetch in
+// a session that cannot exist here.
+func fetchSessionError(epoch int32) *kerr.Error {
+	if epoch == 0 || epoch == -1 {
+		return nil
+	}
+	return kerr.FetchSessionIDNotFound
 }
 
 // releaseFetchBuffers hands the record buffers of a written Fetch answer

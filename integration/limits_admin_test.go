@@ -34,7 +34,9 @@ type liveness struct {
 func startLiveness(t *testing.T, addr, topic string) *liveness {
 	t.Helper()
 	ctx := testContext(t, 5*time.Minute)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	// A record in flight is not failed by its context: the delivery
+	// timeout bounds a round against a broker that stopped answering.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(answerWithin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +111,13 @@ func (l *liveness) round(ctx context.Context, prod, cons *kgo.Client, i int) err
 }
 
 // awaitRounds waits for n more rounds than done so far, failing on the
-// first round that was not answered.
+// first round that was not answered, or when none ends for a minute.
 func (l *liveness) awaitRounds(t *testing.T, n int) {
 	t.Helper()
 	l.mu.Lock()
-	want := l.rounds + n
+	want, last := l.rounds+n, l.rounds
 	l.mu.Unlock()
+	progress := time.Now()
 	for {
 		l.mu.Lock()
 		rounds, err := l.rounds, l.err
@@ -124,6 +127,11 @@ func (l *liveness) awaitRounds(t *testing.T, n int) {
 		}
 		if rounds >= want {
 			return
+		}
+		if rounds > last {
+			last, progress = rounds, time.Now()
+		} else if time.Since(progress) > time.Minute {
+			t.Fatalf("the other client's round %d has not ended for a minute", rounds)
 		}
 		select {
 		case <-l.done:
@@ -138,7 +146,12 @@ func (l *liveness) finish(t *testing.T) {
 	default:
 		close(l.stop)
 	}
-	<-l.done
+	select {
+	case <-l.done:
+	case <-time.After(time.Minute):
+		t.Errorf("the other client's round has not ended for a minute")
+		return
+	}
 	if l.err != nil {
 		t.Errorf("the other client was not served: %v", l.err)
 	}

@@ -147,7 +147,8 @@ func SplitBatches(records []byte) ([][]byte, error) {
 //   - a control batch (only brokers write those): kerr.InvalidRecord
 //
 // PartitionLeaderEpoch is not validated: franz-go sends -1 and sarama 0.
-// ValidateProduced does not allocate.
+// ValidateProduced does not allocate. It checks the header and the bytes'
+// integrity only; ValidateRecords, run after it, walks the records.
 func ValidateProduced(b []byte) (BatchHeader, error) {
 	if len(b) < offMagic+1 {
 		return BatchHeader{}, kerr.CorruptMessage

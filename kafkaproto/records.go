@@ -2,7 +2,6 @@ package kafkaproto
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -44,9 +44,11 @@ const minRecordSize = 7
 // timestamp lookups on batches that were validated when produced, so it does
 // not check the CRC. Codecs 0..4 are supported: none, gzip, snappy (a raw
 // block, or the xerial framing of the Java producer), lz4 (frame format)
-// and zstd. Malformed batches, records that do not add up to NumRecords, and
-// records decompressing to more than 256 MiB return an error wrapping
-// ErrMalformed.
+// and zstd. Malformed batches, records that do not add up to NumRecords,
+// records decompressing to more than 256 MiB and zstd frames asking for a
+// window above 8 MiB return an error wrapping ErrMalformed. It reads records
+// with the same reader and decoders as ValidateRecords, so a batch that
+// passed validation decodes.
 func DecodeRecords(batch []byte) (BatchHeader, []Record, error) {
 	return decodeBatch(batch, maxDecompressed)
 }
@@ -80,38 +82,87 @@ func decodeBatch(batch []byte, limit int) (BatchHeader, []Record, error) {
 // decodeRecords decodes exactly n records filling all of data.
 func decodeRecords(data []byte, n int32) ([]Record, error) {
 	recs := make([]Record, 0, min(int(n), len(data)/minRecordSize))
-	r := reader{b: data}
-	for i := range n {
-		size := r.varint32()
-		if r.err == nil && (size < 0 || int(size) > len(r.b)) {
-			r.fail("record size")
-		}
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: record %d of %d: %v", ErrMalformed, i, n, r.err)
-		}
-		// A record's fields must fill exactly its declared size, as Kafka
-		// checks, so a bad length cannot shift the next record.
-		body := reader{b: r.b[:size]}
-		r.b = r.b[size:]
-		rec := body.record()
-		if body.err == nil && len(body.b) != 0 {
-			body.fail("record size")
-		}
-		if body.err != nil {
-			return nil, fmt.Errorf("%w: record %d of %d: %v", ErrMalformed, i, n, body.err)
+	w := recordWalk{reader: reader{b: data}, n: n}
+	for {
+		var rec Record
+		if _, ok := w.next(&rec); !ok {
+			break
 		}
 		recs = append(recs, rec)
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last of %d records", ErrMalformed, len(r.b), n)
+	if err := w.done(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return recs, nil
 }
 
-// reader decodes the varint-framed fields of a record. The first failure is
-// kept in err and every later read returns zero values.
+// recordWalk reads the n records of one batch's records section in order,
+// as Kafka's record iterator does: each record's length within what is
+// left, its fields filling exactly that length, n records and not a byte
+// after the last. DecodeRecords and ValidateRecords both walk records with
+// it, so what the validator accepts the decoder reads the same way.
+type recordWalk struct {
+	reader
+	n, i int32 // records claimed, records read
+}
+
+// recordInfo is what a walk reports of each record, decoded or not.
+type recordInfo struct {
+	offsetDelta int32
+	keyLen      int32 // negative: null key
+}
+
+// next reads the next record, decoding it into rec (whose Key, Value and
+// header values then alias the reader's bytes) or, with rec nil, checking
+// and skipping its fields without keeping them. It reports false after the
+// last record or on a failure, which done returns.
+func (w *recordWalk) next(rec *Record) (recordInfo, bool) {
+	if w.err != nil || w.i >= w.n {
+		return recordInfo{}, false
+	}
+	w.lim = math.MaxInt
+	size := w.varint32()
+	if w.err == nil && (size < 0 || int(size) > w.left()) {
+		w.fail("record size")
+	}
+	if w.err == nil {
+		w.lim = int(size) // never negative: a failed reader keeps lim 0
+	}
+	info := w.record(rec)
+	if w.err == nil && w.lim != 0 {
+		w.fail("record size") // fields end before the declared size
+	}
+	if w.err != nil {
+		w.err = fmt.Errorf("record %d of %d: %w", w.i, w.n, w.err)
+		return recordInfo{}, false
+	}
+	w.i++
+	return info, true
+}
+
+// done reports the walk's failure, if any, once next has returned false:
+// fewer records than claimed, or bytes after the last one.
+func (w *recordWalk) done() error {
+	if w.err == nil && w.i < w.n {
+		w.err = fmt.Errorf("%d of %d records read", w.i, w.n)
+	}
+	if w.err == nil && w.more() {
+		w.err = fmt.Errorf("bytes after the last of %d records", w.n)
+	}
+	return w.err
+}
+
+// reader reads the varint-framed fields of v2 records. Its bytes b are
+// either the whole records section in memory (src nil) or a window onto a
+// decompressor (see stream) that each read refills as needed. lim is what
+// the current record may still read: a record's fields must fill exactly
+// its declared size, as Kafka checks, so a bad length cannot shift the next
+// record. The first failure is kept in err and every later read returns
+// zero values.
 type reader struct {
 	b   []byte
+	lim int
+	src *stream
 	err error
 }
 
@@ -119,21 +170,46 @@ func (r *reader) fail(what string) {
 	if r.err == nil {
 		r.err = errors.New("bad " + what)
 	}
-	r.b = nil
+	r.b, r.lim = nil, 0
 }
 
-func (r *reader) varint64() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("varint")
-		return 0
+// left is how many bytes may still follow: the rest of the data in memory.
+// A stream's length is known only at its end, so a record's length is
+// checked as it streams: the stream ends first (a length that lies), or
+// passes the decompression bound (too large).
+func (r *reader) left() int {
+	if r.src == nil {
+		return len(r.b)
 	}
-	r.b = r.b[n:]
-	return v
+	return math.MaxInt
+}
+
+// more reports whether any byte is left.
+func (r *reader) more() bool {
+	if r.src != nil {
+		r.src.fill(r, 1)
+	}
+	return r.err == nil && len(r.b) > 0
+}
+
+// varint64 and varint32 read a zigzag varint. Most lengths and deltas fit
+// one byte: that case is inlined, the rest is varintSlow.
+func (r *reader) varint64() int64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 && r.lim > 0 {
+		x := r.b[0]
+		r.b, r.lim = r.b[1:], r.lim-1
+		return int64(x>>1) ^ -int64(x&1)
+	}
+	return r.varintSlow()
 }
 
 func (r *reader) varint32() int32 {
-	v := r.varint64()
+	if len(r.b) > 0 && r.b[0] < 0x80 && r.lim > 0 {
+		x := r.b[0]
+		r.b, r.lim = r.b[1:], r.lim-1
+		return int32(x>>1) ^ -int32(x&1)
+	}
+	v := r.varintSlow()
 	if v < math.MinInt32 || v > math.MaxInt32 {
 		r.fail("varint")
 		return 0
@@ -141,111 +217,206 @@ func (r *reader) varint32() int32 {
 	return int32(v)
 }
 
-// nullableBytes reads a varint length and that many bytes; like Kafka, any
-// negative length means null.
-func (r *reader) nullableBytes() []byte {
-	n := r.varint32()
-	if r.err != nil || n < 0 {
-		return nil
+func (r *reader) varintSlow() int64 {
+	if r.src != nil && len(r.b) < binary.MaxVarintLen64 {
+		r.src.fill(r, binary.MaxVarintLen64)
 	}
-	if int(n) > len(r.b) {
+	v, n := binary.Varint(r.b)
+	if n <= 0 || n > r.lim {
+		r.fail("varint")
+		return 0
+	}
+	r.b, r.lim = r.b[n:], r.lim-n
+	return v
+}
+
+// bytes consumes the record's next n bytes and returns them, or, reading a
+// stream, skips them and returns nil: a key or value may be larger than the
+// window, and validation needs only its length.
+func (r *reader) bytes(n int) []byte {
+	// After a failure lim is 0: any n > 0 fails again, keeping the first err.
+	if uint(n) > uint(r.lim) {
 		r.fail("length")
 		return nil
 	}
+	r.lim -= n
+	if r.src != nil {
+		r.src.skip(r, n)
+		return nil
+	}
+	// In memory lim never exceeds len(b): next checked the record's size.
 	v := r.b[:n:n]
 	r.b = r.b[n:]
 	return v
 }
 
-func (r *reader) record() Record {
-	var rec Record
-	if len(r.b) < 1 {
-		r.fail("attributes")
-		return rec
+// nullableBytes reads a varint length and that many bytes; like Kafka, any
+// negative length means null (nil, with the length returned as -1).
+func (r *reader) nullableBytes() ([]byte, int32) {
+	n := r.varint32()
+	if r.err != nil || n < 0 {
+		return nil, -1
 	}
-	r.b = r.b[1:] // attributes: unused by record format v2
-	rec.TimestampDelta = r.varint64()
-	rec.OffsetDelta = r.varint32()
-	rec.Key = r.nullableBytes()
-	rec.Value = r.nullableBytes()
+	return r.bytes(int(n)), n
+}
+
+// record reads one record's fields within lim, filling rec unless it is nil.
+func (r *reader) record(rec *Record) recordInfo {
+	var info recordInfo
+	r.bytes(1) // attributes: unused by record format v2
+	tsDelta := r.varint64()
+	info.offsetDelta = r.varint32()
+	key, kl := r.nullableBytes()
+	value, _ := r.nullableBytes()
+	info.keyLen = kl
 	n := r.varint32()
 	if r.err != nil {
-		return rec
+		return info
 	}
 	// Each header takes at least two bytes (two one-byte lengths).
-	if n < 0 || int(n) > len(r.b)/2 {
+	if n < 0 || int(n) > r.lim/2 {
 		r.fail("header count")
-		return rec
+		return info
 	}
-	if n > 0 {
-		rec.Headers = make([]RecordHeader, 0, n)
+	if rec != nil {
+		*rec = Record{OffsetDelta: info.offsetDelta, TimestampDelta: tsDelta, Key: key, Value: value}
+		if n > 0 {
+			rec.Headers = make([]RecordHeader, 0, n)
+		}
 	}
 	for range n {
+		// Header keys are never null: Kafka rejects a negative length.
 		kl := r.varint32()
-		if r.err == nil && (kl < 0 || int(kl) > len(r.b)) {
+		if r.err == nil && kl < 0 {
 			r.fail("header key length")
 		}
+		k := r.bytes(int(kl))
+		v, _ := r.nullableBytes()
 		if r.err != nil {
-			return rec
+			return info
 		}
-		key := string(r.b[:kl])
-		r.b = r.b[kl:]
-		rec.Headers = append(rec.Headers, RecordHeader{Key: key, Value: r.nullableBytes()})
+		if rec != nil {
+			rec.Headers = append(rec.Headers, RecordHeader{Key: string(k), Value: v})
+		}
 	}
-	return rec
+	return info
 }
 
 // decompress returns the decompressed records section of a batch, failing if
 // it exceeds limit bytes.
 func decompress(codec int8, src []byte, limit int) (out []byte, err error) {
+	if codec == 2 && !bytes.HasPrefix(src, xerialMagic) {
+		return decodeSnappyBlock(nil, src, limit)
+	}
+	c := codecPool.Get().(*codecs)
 	// The decoders are third-party code fed hostile bytes: a bug in one
-	// must fail this batch, not the process.
+	// must fail this batch, not the process. A decoder that panicked is
+	// not pooled again.
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, fmt.Errorf("decoder panic: %v", p)
+			return
 		}
+		c.release()
 	}()
+	r, err := c.open(codec, src, limit)
+	if err != nil {
+		return nil, err
+	}
+	return readBounded(r, len(src), limit)
+}
+
+// codecs holds one decompressor of each kind, reused across batches through
+// codecPool: each carries tens of KiB of decoder state (a zstd decoder up
+// to its window), so creating them per batch would dominate small batches.
+// A codecs is used by one goroutine at a time; decoders are created on
+// first use.
+type codecs struct {
+	src    bytes.Reader
+	gzip   *gzip.Reader
+	lz4    *lz4.Reader
+	zstd   *zstd.Decoder
+	xerial xerialReader
+	stream stream // ValidateRecords' window onto one of the above
+}
+
+var codecPool = sync.Pool{New: func() any { return new(codecs) }}
+
+// maxZstdWindow bounds the history a zstd frame may ask the decoder to
+// keep, so that a frame claiming a large window cannot make each decoder
+// allocate it. 8 MiB is the largest window RFC 8878 recommends decoders
+// support and encoders stay within; Kafka clients' defaults use 64 KiB
+// (franz-go) to 2 MiB (zstd level 3 in the Java client and librdkafka).
+const maxZstdWindow = 8 << 20
+
+// open returns a reader of the decompressed records section src, for
+// codecs 1 (gzip), 3 (lz4), 4 (zstd) and 2 when framed the xerial way; a
+// raw snappy block cannot be streamed (its copies may reach back across the
+// whole block) and is decoded by decodeSnappyBlock instead. The reader
+// fails once more than limit bytes decompress only for xerial; callers
+// count the others. It is valid until release.
+func (c *codecs) open(codec int8, src []byte, limit int) (io.Reader, error) {
+	c.src.Reset(src)
 	switch codec {
 	case 1:
-		// Readers are pooled: each carries tens of KiB of decoder state.
-		zr, _ := gzipReaders.Get().(*gzip.Reader)
-		var err error
-		if zr == nil {
-			zr, err = gzip.NewReader(bytes.NewReader(src))
-		} else {
-			err = zr.Reset(bytes.NewReader(src))
+		if c.gzip == nil {
+			zr, err := gzip.NewReader(&c.src)
+			if err != nil {
+				return nil, err
+			}
+			c.gzip = zr
+			return zr, nil
 		}
-		if err != nil {
+		if err := c.gzip.Reset(&c.src); err != nil {
 			return nil, err
 		}
-		defer gzipReaders.Put(zr)
-		return readBounded(zr, len(src), limit)
+		return c.gzip, nil
 	case 2:
-		return decodeSnappy(src, limit)
-	case 3:
-		lr := lz4Readers.Get().(*lz4.Reader)
-		lr.Reset(bytes.NewReader(src))
-		defer lz4Readers.Put(lr)
-		return readBounded(lr, len(src), limit)
-	case 4:
-		dec, err := zstdDecoder()
-		if err != nil {
+		if err := c.xerial.reset(src, limit); err != nil {
 			return nil, err
 		}
-		out, err := dec.DecodeAll(src, nil)
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > limit {
-			return nil, errDecompressedTooLarge
+		return &c.xerial, nil
+	case 3:
+		if c.lz4 == nil {
+			c.lz4 = lz4.NewReader(nil)
 		}
-		return out, err
+		c.lz4.Reset(&c.src)
+		return c.lz4, nil
+	case 4:
+		if c.zstd == nil {
+			// One goroutine-free decoder per codecs: concurrency 1 decodes
+			// synchronously inside Read.
+			d, err := zstd.NewReader(nil,
+				zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxWindow(maxZstdWindow),
+				zstd.WithDecoderMaxMemory(maxDecompressed))
+			if err != nil {
+				return nil, err
+			}
+			c.zstd = d
+		}
+		if err := c.zstd.Reset(&c.src); err != nil {
+			return nil, err
+		}
+		return c.zstd, nil
 	default:
 		return nil, errors.New("unknown compression codec")
 	}
 }
 
-var (
-	gzipReaders sync.Pool // *gzip.Reader, created on first use
-	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
-)
+// release drops the references to the last batch and pools c again.
+func (c *codecs) release() {
+	c.src.Reset(nil)
+	c.xerial.reset(nil, 0)
+	if cap(c.xerial.out) > maxPooledBlock {
+		c.xerial.out = nil
+	}
+	if c.zstd != nil {
+		_ = c.zstd.Reset(nil)
+	}
+	codecPool.Put(c)
+}
 
 // readBounded reads r to the end, failing past limit bytes. The buffer
 // starts from a guess based on the compressed size and grows with what
@@ -264,14 +435,6 @@ func readBounded(r io.Reader, srcLen, limit int) ([]byte, error) {
 
 var errDecompressedTooLarge = errors.New("records decompress past the size limit")
 
-// zstdDecoder is shared: DecodeAll is safe for concurrent use. Its memory
-// bound rejects frames declaring or producing more than maxDecompressed.
-var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(0),
-		zstd.WithDecoderMaxMemory(maxDecompressed))
-})
-
 // xerialMagic starts snappy data framed the way snappy-java's
 // SnappyOutputStream writes it (the Java producer): the magic, an int32
 // version and an int32 minimum compatible version, then chunks of an int32
@@ -285,43 +448,64 @@ const xerialHeaderSize = 16
 // than this is lying, and rejecting it avoids allocating the claim.
 const maxSnappyRatio = 32
 
-func decodeSnappy(src []byte, limit int) ([]byte, error) {
-	if !bytes.HasPrefix(src, xerialMagic) {
-		if _, err := snappyLen(src, 0, limit); err != nil {
-			return nil, err
+// decodeSnappyBlock decodes one raw snappy block into dst's array if it
+// fits, else a new one. What it allocates is bounded by the block's size
+// (maxSnappyRatio) and limit, never by its claim alone.
+func decodeSnappyBlock(dst, src []byte, limit int) ([]byte, error) {
+	l, err := snappyLen(src, 0, limit)
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < l {
+		dst = make([]byte, l)
+	}
+	return snappy.Decode(dst[:l], src)
+}
+
+// xerialReader decodes xerial-framed snappy one chunk at a time, so what it
+// holds is one chunk's output (snappy-java writes 32 KiB chunks), not the
+// whole records section.
+type xerialReader struct {
+	rem   []byte // chunks not yet decoded
+	out   []byte // the current chunk's output; its array is reused
+	pos   int    // bytes of out already read
+	total int    // bytes decoded so far
+	limit int
+}
+
+// reset starts reading src, checking its header; nil src releases the
+// previous input.
+func (x *xerialReader) reset(src []byte, limit int) error {
+	*x = xerialReader{out: x.out[:0], limit: limit}
+	if src == nil {
+		return nil
+	}
+	if len(src) < xerialHeaderSize || !bytes.HasPrefix(src, xerialMagic) {
+		return errors.New("short xerial header")
+	}
+	x.rem = src[xerialHeaderSize:]
+	return nil
+}
+
+func (x *xerialReader) Read(p []byte) (int, error) {
+	for x.pos == len(x.out) {
+		if len(x.rem) == 0 {
+			return 0, io.EOF
 		}
-		return snappy.Decode(nil, src)
-	}
-	if len(src) < xerialHeaderSize {
-		return nil, errors.New("short xerial header")
-	}
-	// First pass: check every chunk's framing and claimed size so the
-	// output is allocated once and bounded.
-	total := 0
-	for rem := src[xerialHeaderSize:]; len(rem) > 0; {
-		chunk, next, err := xerialChunk(rem)
+		chunk, next, err := xerialChunk(x.rem)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		l, err := snappyLen(chunk, total, limit)
+		out, err := decodeSnappyBlock(x.out, chunk, x.limit-x.total)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		total += l
-		rem = next
+		x.out, x.pos, x.rem = out, 0, next
+		x.total += len(out)
 	}
-	out := make([]byte, 0, total)
-	for rem := src[xerialHeaderSize:]; len(rem) > 0; {
-		chunk, next, _ := xerialChunk(rem)
-		l, _ := snappy.DecodedLen(chunk)
-		dec, err := snappy.Decode(out[len(out):len(out)+l], chunk)
-		if err != nil {
-			return nil, err
-		}
-		out = out[:len(out)+len(dec)]
-		rem = next
-	}
-	return out, nil
+	n := copy(p, x.out[x.pos:])
+	x.pos += n
+	return n, nil
 }
 
 // xerialChunk splits the first chunk off xerial-framed data.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package kafkaproto
+
+const raceEnabled = false

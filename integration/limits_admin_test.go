@@ -364,13 +364,15 @@ func offsetCommit(group string, topics []string, n int32, offset func(ti int, p 
 // partitions held the store for the full 10 s timeout on each retry and
 // failed other clients' health checks. It is refused at once, every
 // partition INVALID_COMMIT_OFFSET_SIZE, while another group's commits and a
-// producer go on being answered.
+// producer go on being answered. The partitions exist (the topic limits
+// are raised for it), so that the commit would be written if it were not
+// refused.
 func TestOffsetCommitMillionPartitionsRefused(t *testing.T) {
-	p := startFloe(t, "dev", "--data-dir", t.TempDir())
+	p := startFloe(t, "dev", "--data-dir", t.TempDir(), "--max-partitions-per-topic", "1000000", "--max-partitions", "2000000")
 	ctx := testContext(t, 2*time.Minute)
 	cl := newClient(t, p.Addr)
 	createTopic(t, ctx, cl, "live", 1, nil)
-	createTopic(t, ctx, cl, "wide", 10, nil)
+	createTopic(t, ctx, cl, "wide", 1_000_000, nil)
 	live := startLiveness(t, p.Addr, "live")
 	live.awaitRounds(t, 1)
 

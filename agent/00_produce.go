@@ -8,8 +8,12 @@ package agent
 // implicit transactions) and v13 (topic ids) are not served.
 //
 // Each partition's batches are validated as a Kafka broker validates them
-// (kafkaproto.ValidateProduced, plus the topic's max.message.bytes), then join
-// the agent's pending object. acks=1 and acks=-1 both wait until the object is
+// (kafkaproto.ValidateProduced for the batch, the topic's max.message.bytes,
+// then kafkaproto.ValidateRecords for every record, decompressing as it
+// goes, with keys required on compacted topics), then join the agent's
+// pending object. A partition that fails gets the Kafka error code, with
+// the reason in its error message and, from v8, the records at fault; the
+// rest of the request is unaffected. acks=1 and acks=-1 both wait until the object is
 // in the bucket and committed; acks=0 gets no answer, and a failure closes
 // the connection as Kafka does.
 //
@@ -26,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
+	"floe/metadata"
 )
 
 func init() {
@@ -67,9 +72,9 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				case isInternalTopic(rt.Topic):
 					return kerr.InvalidTopicException // as Kafka: "cannot append to internal topic"
 				}
-				b, code := validateProduceRecords(req.Version, rp.Records, maxMessageBytes(topic))
-				if code != nil {
-					return code
+				b, verr := validateProduceRecords(req.Version, rp.Records, maxMessageBytes(topic), recordRules(topic))
+				if verr != nil {
+					return produceError(&sp, verr)
 				}
 				r.frame.ref() // the batch aliases the frame until the batcher copies it
 				b.frame = r.frame
@@ -121,12 +126,43 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 	return resp, nil
 }
 
+// recordRules are the topic's rules for kafkaproto.ValidateRecords: keys
+// are required when its cleanup.policy includes compact, as in Kafka.
+func recordRules(t metadata.Topic) kafkaproto.RecordRules {
+	v, _ := topicConfig(t, "cleanup.policy")
+	_, compact := kafkaproto.CleanupPolicy(v)
+	return kafkaproto.RecordRules{KeyRequired: compact}
+}
+
+// produceError sets a partition's answer to a validation failure and
+// returns its code: a *kerr.Error as is, a *kafkaproto.RecordError with its
+// message and, when records are named, one record error per record (as
+// Kafka's RecordValidationException answers; Produce v8+ carries them).
+func produceError(sp *kmsg.ProduceResponseTopicPartition, err error) *kerr.Error {
+	var re *kafkaproto.RecordError
+	if !errors.As(err, &re) {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return ke
+		}
+		return kerr.CorruptMessage
+	}
+	sp.ErrorMessage = &re.Message
+	for _, i := range re.Records {
+		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		er.RelativeOffset = i
+		sp.ErrorRecords = append(sp.ErrorRecords, er)
+	}
+	return re.Err
+}
+
 // validateProduceRecords checks one partition's records as Kafka's
 // ProduceRequest.validateRecords and log validation do: exactly one v2 batch
 // (INVALID_RECORD otherwise, magic 0/1 included), zstd only from Produce v7
-// (UNSUPPORTED_COMPRESSION_TYPE), then the batch's own checks and the
-// topic's max.message.bytes.
-func validateProduceRecords(version int16, records []byte, maxBytes int64) (produceBatch, *kerr.Error) {
+// (UNSUPPORTED_COMPRESSION_TYPE), then the batch's own checks, the topic's
+// max.message.bytes, and every record's (ValidateRecords). The error is a
+// *kerr.Error or a *kafkaproto.RecordError.
+func validateProduceRecords(version int16, records []byte, maxBytes int64, rules kafkaproto.RecordRules) (produceBatch, error) {
 	raw, err := kafkaproto.SplitBatches(records)
 	if err != nil {
 		// A v0/v1 message set does not split as v2 batches do; Kafka
@@ -159,6 +195,10 @@ func validateProduceRecords(version int16, records []byte, maxBytes int64) (prod
 	}
 	if h.IsTransactional() && h.ProducerID < 0 {
 		return produceBatch{}, kerr.InvalidRecord
+	}
+	// Last, as in Kafka: the walk costs the most, and decompresses.
+	if err := kafkaproto.ValidateRecords(b, rules); err != nil {
+		return produceBatch{}, err
 	}
 	pb := produceBatch{data: b, records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp, pid: -1}
 	if h.ProducerID >= 0 {

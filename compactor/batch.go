@@ -2,9 +2,13 @@ package compactor
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
 	"hash/crc32"
+	"time"
 
 	"floe/kafkaproto"
+	"floe/metadata"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -84,4 +88,57 @@ func recordTimestamp(h kafkaproto.BatchHeader, r kafkaproto.Record) int64 {
 		return h.MaxTimestamp
 	}
 	return h.FirstTimestamp + r.TimestampDelta
+}
+
+// unreadableError is a source row whose bytes do not parse: batches that do
+// not frame or span other offsets than the row's, records that do not
+// decode. A job skips what it cannot read and goes on with the rest
+// (reportUnreadable), where other errors (the store, the bucket, the
+// lease) end the job.
+type unreadableError struct {
+	row metadata.IndexEntry
+	err error
+}
+
+func unreadable(r metadata.IndexEntry, err error) error { return &unreadableError{row: r, err: err} }
+
+func (e *unreadableError) Error() string {
+	return fmt.Sprintf("row %x/%d [%d,%d) in %s: %v", e.row.TopicID, e.row.Partition, e.row.BaseOffset, e.row.EndOffset, e.row.ObjectKey, e.err)
+}
+
+func (e *unreadableError) Unwrap() error { return e.err }
+
+// unreadableLogEvery is how often one partition that stays unreadable is
+// logged again; every skip is counted.
+const unreadableLogEvery = time.Hour
+
+type unreadableKey struct {
+	job       string
+	topic     metadata.TopicID
+	partition int32
+}
+
+// reportUnreadable counts a partition a job skipped because it could not
+// read it (floe_compactor_unreadable_partitions_total) and logs it, at most
+// once per unreadableLogEvery per partition and job. topic is the name when
+// the job knows it.
+func (c *Compactor) reportUnreadable(job, topic string, e *unreadableError) {
+	c.metrics.unreadable.WithLabelValues(job).Inc()
+	k := unreadableKey{job, e.row.TopicID, e.row.Partition}
+	now := time.Now()
+	c.unreadableMu.Lock()
+	last, seen := c.unreadableLogged[k]
+	if !seen || now.Sub(last) >= unreadableLogEvery {
+		if c.unreadableLogged == nil {
+			c.unreadableLogged = map[unreadableKey]time.Time{}
+		}
+		c.unreadableLogged[k] = now
+	}
+	c.unreadableMu.Unlock()
+	if seen && now.Sub(last) < unreadableLogEvery {
+		return
+	}
+	c.log.Warn("skipped a partition that cannot be read", "job", job, "topic", topic,
+		"topic_id", hex.EncodeToString(e.row.TopicID[:]), "partition", e.row.Partition,
+		"object", e.row.ObjectKey, "base_offset", e.row.BaseOffset, "err", e.err)
 }

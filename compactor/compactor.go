@@ -106,6 +106,11 @@ type Compactor struct {
 	// gaugeKeys are the per-level gauge series last set (refreshGauges).
 	gaugeMu   sync.Mutex
 	gaugeKeys map[levelState]float64
+	// unreadableLogged is when reportUnreadable last logged each (job,
+	// topic, partition), so a partition that stays unreadable is logged
+	// once an hour rather than every round.
+	unreadableMu     sync.Mutex
+	unreadableLogged map[unreadableKey]time.Time
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -82,6 +82,13 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *lease) error {
 				if errors.Is(err, metadata.ErrUnknownTopic) {
 					break
 				}
+				// One partition's bad bytes must not keep every other
+				// compacted topic uncompacted: skip it, report it.
+				var ue *unreadableError
+				if errors.As(err, &ue) {
+					c.reportUnreadable(jobCompact, t.Name, ue)
+					continue
+				}
 				return fmt.Errorf("key compaction of %s/%d: %w", t.Name, p.Partition, err)
 			}
 		}
@@ -132,7 +139,7 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 			return fmt.Errorf("read %s: %w", r.ObjectKey, err)
 		}
 		if recs[i], err = rowRecords(r, data); err != nil {
-			return err
+			return err // an *unreadableError: keyCompaction skips the partition
 		}
 		for _, k := range recs[i] {
 			if k.rec.Key != nil {
@@ -203,25 +210,26 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 
 // rowRecords decodes the records of one source row with their absolute
 // offsets, walking batches from the row's base offset as the fetch path does.
+// Bytes that do not parse return an *unreadableError.
 func rowRecords(r metadata.IndexEntry, data []byte) ([]keptRecord, error) {
 	var out []keptRecord
 	base := r.BaseOffset
 	for len(data) > 0 {
 		h, err := kafkaproto.ParseBatchHeader(data)
 		if err != nil || h.TotalSize() > len(data) || h.TotalSize() < kafkaproto.BatchHeaderSize {
-			return nil, fmt.Errorf("row %d in %s: malformed batch", r.BaseOffset, r.ObjectKey)
+			return nil, unreadable(r, errors.New("malformed batch"))
 		}
 		batch := data[:h.TotalSize()]
 		data = data[h.TotalSize():]
 		if !h.IsControl() {
 			_, recs, err := kafkaproto.DecodeRecords(batch)
 			if err != nil {
-				return nil, fmt.Errorf("row %d in %s: %w", r.BaseOffset, r.ObjectKey, err)
+				return nil, unreadable(r, fmt.Errorf("batch at offset %d: %w", base, err))
 			}
 			for _, rec := range recs {
 				off := base + int64(rec.OffsetDelta)
 				if rec.OffsetDelta < 0 || rec.OffsetDelta > h.LastOffsetDelta {
-					return nil, fmt.Errorf("row %d in %s: record offset delta %d outside batch", r.BaseOffset, r.ObjectKey, rec.OffsetDelta)
+					return nil, unreadable(r, fmt.Errorf("record offset delta %d outside batch", rec.OffsetDelta))
 				}
 				out = append(out, keptRecord{offset: off, timestamp: recordTimestamp(h, rec), rec: rec})
 			}
@@ -229,7 +237,7 @@ func rowRecords(r metadata.IndexEntry, data []byte) ([]keptRecord, error) {
 		base += int64(h.LastOffsetDelta) + 1
 	}
 	if base != r.EndOffset {
-		return nil, fmt.Errorf("row [%d,%d) in %s: batches end at %d", r.BaseOffset, r.EndOffset, r.ObjectKey, base)
+		return nil, unreadable(r, fmt.Errorf("batches end at %d", base))
 	}
 	return out, nil
 }

@@ -15,7 +15,9 @@ import (
 )
 
 // merges plans merge jobs from the live objects and runs them one by one,
-// renewing the lease between them.
+// renewing the lease between them. A job with a row it cannot read is
+// skipped and reported (reportUnreadable), and the others still run; its
+// objects stay as they are.
 func (c *Compactor) merges(ctx context.Context, l *lease) error {
 	objs, err := c.store.Objects(ctx, metadata.ObjectLive)
 	if err != nil {
@@ -26,6 +28,11 @@ func (c *Compactor) merges(ctx context.Context, l *lease) error {
 			return err
 		}
 		if err := c.merge(ctx, job); err != nil {
+			var ue *unreadableError
+			if errors.As(err, &ue) {
+				c.reportUnreadable(jobMerge, "", ue)
+				continue
+			}
 			return fmt.Errorf("merge %d objects of level %d: %w", len(job.Keys), job.Level, err)
 		}
 	}
@@ -171,13 +178,15 @@ func compareRows(a, b metadata.IndexEntry) int {
 
 // addRow adds the batches of one source row to w, checking that they span
 // exactly the row's offsets: a mismatch means the row and its bytes
-// disagree, and merging them would corrupt what fetches return.
+// disagree, and merging them would corrupt what fetches return. Such bytes
+// return an *unreadableError. Merges copy batches whole and never decode
+// their records.
 func addRow(w *storage.ObjectWriter, r metadata.IndexEntry, data []byte) error {
 	var span int64
 	for len(data) > 0 {
 		h, err := kafkaproto.ParseBatchHeader(data)
 		if err != nil || h.TotalSize() > len(data) || h.TotalSize() < kafkaproto.BatchHeaderSize {
-			return fmt.Errorf("row %x/%d@%d in %s: malformed batch", r.TopicID, r.Partition, r.BaseOffset, r.ObjectKey)
+			return unreadable(r, errors.New("malformed batch"))
 		}
 		n := int64(h.LastOffsetDelta) + 1
 		w.Add(storage.TopicID(r.TopicID), r.Partition, data[:h.TotalSize()], n, h.FirstTimestamp, h.MaxTimestamp)
@@ -185,7 +194,7 @@ func addRow(w *storage.ObjectWriter, r metadata.IndexEntry, data []byte) error {
 		data = data[h.TotalSize():]
 	}
 	if span != r.EndOffset-r.BaseOffset {
-		return fmt.Errorf("row %x/%d [%d,%d) in %s: batches span %d offsets", r.TopicID, r.Partition, r.BaseOffset, r.EndOffset, r.ObjectKey, span)
+		return unreadable(r, fmt.Errorf("batches span %d offsets", span))
 	}
 	return nil
 }

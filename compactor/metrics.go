@@ -32,6 +32,7 @@ type metrics struct {
 	logStartMoves  prometheus.Counter
 	keyCompactions prometheus.Counter
 	removedRecords prometheus.Counter
+	unreadable     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -52,9 +53,11 @@ func newMetrics() *metrics {
 		logStartMoves:  prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_retention_advances_total", Help: "Partition log start offsets advanced by retention."}),
 		keyCompactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_key_compactions_total", Help: "Partitions key-compacted."}),
 		removedRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_key_compaction_removed_records_total", Help: "Records removed by key compaction (superseded or expired tombstones)."}),
+		unreadable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_compactor_unreadable_partitions_total",
+			Help: "Partitions a job skipped because their stored bytes could not be read (batches that do not frame, records that do not decode), by job."}, []string{"job"}),
 	}
 	m.reg.MustRegister(m.jobs, m.objects, m.objectBytes, m.indexRows, m.lag, m.merges, m.mergedObjects, m.mergedBytes, m.pacedSeconds,
-		m.conflicts, m.deleted, m.reclaimedBytes, m.logStartMoves, m.keyCompactions, m.removedRecords)
+		m.conflicts, m.deleted, m.reclaimedBytes, m.logStartMoves, m.keyCompactions, m.removedRecords, m.unreadable)
 	return m
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"floe/kafkaproto"
 	"floe/metadata"
 )
 
@@ -29,15 +30,7 @@ func policies(t metadata.Topic) (del, compact bool) {
 	if !ok {
 		return true, false
 	}
-	for _, p := range strings.Split(v, ",") {
-		switch strings.TrimSpace(p) {
-		case "delete":
-			del = true
-		case "compact":
-			compact = true
-		}
-	}
-	return del, compact
+	return kafkaproto.CleanupPolicy(v)
 }
 
 // intConfig returns a topic config as an integer, or def when unset or

@@ -192,6 +192,8 @@ func testBatch(t *testing.T, n int) []byte {
 		r := kmsg.NewRecord()
 		r.OffsetDelta = int32(i)
 		r.Value = []byte{byte(i)}
+		// Length counts the bytes after its own varint (one byte here).
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
 		recs = r.AppendTo(recs)
 	}
 	b := kmsg.NewRecordBatch()
@@ -205,6 +207,9 @@ func testBatch(t *testing.T, n int) []byte {
 	crcFix(raw)
 	if _, err := kafkaproto.ValidateProduced(raw); err != nil {
 		t.Fatalf("test batch invalid: %v", err)
+	}
+	if err := kafkaproto.ValidateRecords(raw, kafkaproto.RecordRules{}); err != nil {
+		t.Fatalf("test batch records invalid: %v", err)
 	}
 	return raw
 }

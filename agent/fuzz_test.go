@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
@@ -42,8 +44,17 @@ func FuzzAgentRequest(f *testing.F) {
 	fa := startFuzzAgent(f)
 	for _, v := range apis.All() {
 		for version := v.AdvertisedMin; version <= v.Max; version++ {
-			f.Add(fa.seed(f, v.Key, version))
+			f.Add(fa.seed(f, v.Key, version, nil))
 		}
+	}
+	// Produce's record validation decompresses: one seed per codec.
+	produce, _ := apis.Lookup(int16(kmsg.Produce))
+	for _, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+		c, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(fa.seed(f, produce.Key, produce.Max, fuzzBatch(f, c)))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		fa.send(frame)
@@ -109,16 +120,20 @@ func startFuzzAgent(f *testing.F) *fuzzAgent {
 		}
 		sq.Close()
 	})
-	return &fuzzAgent{a: a, panics: panics, topicID: topic.ID, batch: fuzzBatch()}
+	return &fuzzAgent{a: a, panics: panics, topicID: topic.ID, batch: fuzzBatch(f, nil)}
 }
 
-// fuzzBatch is a valid uncompressed v2 batch of two records.
-func fuzzBatch() []byte {
+// fuzzBatch is a valid v2 batch of two records, compressed with codec
+// unless it is nil.
+func fuzzBatch(f *testing.F, codec kgo.Compressor) []byte {
 	var recs []byte
 	for i := range 2 {
 		r := kmsg.NewRecord()
 		r.OffsetDelta = int32(i)
 		r.Key, r.Value = []byte("k"), []byte("v")
+		r.Headers = []kmsg.Header{{Key: "h", Value: []byte("x")}}
+		// Length counts the bytes after its own (one-byte) varint.
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
 		recs = r.AppendTo(recs)
 	}
 	b := kmsg.NewRecordBatch()
@@ -127,14 +142,23 @@ func fuzzBatch() []byte {
 	b.NumRecords = 2
 	b.ProducerID, b.ProducerEpoch, b.FirstSequence = -1, -1, -1
 	b.Records = recs
+	if codec != nil {
+		var buf bytes.Buffer
+		data, c := codec.Compress(&buf, recs)
+		b.Attributes, b.Records = int16(c), bytes.Clone(data)
+	}
 	raw := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
 	crcFix(raw)
+	if err := kafkaproto.ValidateRecords(raw, kafkaproto.RecordRules{}); err != nil {
+		f.Fatalf("fuzz batch invalid: %v", err)
+	}
 	return raw
 }
 
-// seed returns the frame body of a filled request for key at version.
-func (fa *fuzzAgent) seed(f *testing.F, key, version int16) []byte {
+// seed returns the frame body of a filled request for key at version; a
+// Produce carries records (fa.batch when nil).
+func (fa *fuzzAgent) seed(f *testing.F, key, version int16, records []byte) []byte {
 	req := kmsg.RequestForKey(key)
 	if req == nil {
 		f.Fatalf("kmsg does not know registered api key %d", key)
@@ -143,6 +167,9 @@ func (fa *fuzzAgent) seed(f *testing.F, key, version int16) []byte {
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
 		r.TransactionID, r.Acks = nil, -1
+		if records != nil {
+			r.Topics[0].Partitions[0].Records = records
+		}
 	case *kmsg.FetchRequest:
 		// A session id we never handed out is answered at once, without
 		// reading anything.

@@ -53,9 +53,17 @@ func (s *hookedStore) TopicTotals(ctx context.Context) (int, int64, error) {
 	return s.Store.TopicTotals(ctx)
 }
 
+// runawayPartitions is more partitions than any test creates: the hooked
+// store fails such a creation rather than run it for minutes, so that a
+// limit that does not hold fails its test at once.
+const runawayPartitions = 1_000_000
+
 func (s *hookedStore) CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (metadata.Topic, error) {
 	if err := s.before(ctx, "CreateTopic"); err != nil {
 		return metadata.Topic{}, err
+	}
+	if partitions > runawayPartitions {
+		return metadata.Topic{}, fmt.Errorf("hooked store: refusing to create %d partitions", partitions)
 	}
 	return s.Store.CreateTopic(ctx, name, partitions, configs)
 }
@@ -63,6 +71,9 @@ func (s *hookedStore) CreateTopic(ctx context.Context, name string, partitions i
 func (s *hookedStore) CreatePartitions(ctx context.Context, name string, total int32) error {
 	if err := s.before(ctx, "CreatePartitions"); err != nil {
 		return err
+	}
+	if total > runawayPartitions {
+		return fmt.Errorf("hooked store: refusing to create %d partitions", total)
 	}
 	return s.Store.CreatePartitions(ctx, name, total)
 }

@@ -68,6 +68,7 @@ type Config struct {
 	// MaxPartitionsPerTopic bounds a topic's partition count at creation
 	// and in CreatePartitions (INVALID_PARTITIONS beyond it), MaxPartitions
 	// the cluster's total and MaxTopics its topic count (POLICY_VIOLATION).
+	// For these and the next two, 0 means no limit.
 	MaxPartitionsPerTopic int32
 	MaxPartitions         int64
 	MaxTopics             int

@@ -61,8 +61,8 @@ type CoordinatorLease struct {
 // offsets and the state a group coordinator needs to take over, and the
 // leases that make one agent the coordinator of a group.
 type GroupStore interface {
-	// CommitOffsets upserts offsets of a group in one transaction, stamping
-	// them with the store's clock.
+	// CommitOffsets upserts offsets of a group, OffsetChunk rows per
+	// transaction, stamping them with the store's clock.
 	CommitOffsets(ctx context.Context, group string, offsets []GroupOffset) error
 	// FetchOffsets returns a group's committed offsets sorted by topic and
 	// partition (none for an unknown group).

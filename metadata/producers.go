@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 )
 
 // Errors of producer sequence checks, per batch (BatchResult.Err).
@@ -26,6 +27,25 @@ type ProducerStore interface {
 	// epoch, or allocates a fresh id when the epoch is exhausted; a
 	// mismatched epoch or unknown id is ErrInvalidProducerEpoch.
 	InitProducerID(ctx context.Context, producerID int64, epoch int16) (int64, int16, error)
+	// PartitionProducers returns what a partition remembers of each
+	// producer that wrote to it, sorted by producer id (DescribeProducers).
+	// An unknown partition has none.
+	PartitionProducers(ctx context.Context, topic TopicID, partition int32) ([]ProducerInfo, error)
+}
+
+// ProducerInfo is one producer's state in one partition.
+type ProducerInfo struct {
+	ProducerID int64
+	Epoch      int16
+	// LastSequence is the last sequence number of its newest batch here
+	// (-1 if none is remembered).
+	LastSequence int32
+	// LastCommit is when its last batch here was committed.
+	LastCommit time.Time
+	// TxnStartOffset is the first offset of its open transaction in this
+	// partition, or -1 without one (or before the transaction's first
+	// batch landed here).
+	TxnStartOffset int64
 }
 
 // BatchCommit is one batch of a run, in run order, with the producer

@@ -151,6 +151,14 @@ type Store interface {
 	CreatePartitions(ctx context.Context, name string, total int32) error
 	// SetTopicConfigs replaces the explicitly set configs of a topic.
 	SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error
+	// UpdateTopicConfigs changes the explicitly set configs of a topic in
+	// one transaction: update gets the stored configs (never nil, the
+	// callee's to change) and returns the configs to store. An error from
+	// update is returned (wrapped) and nothing is stored. Concurrent
+	// updates of one topic apply one after the other, each seeing what the
+	// previous one stored, so read-modify-write changes (AlterConfigs'
+	// APPEND) never lose one another. ErrUnknownTopic if absent.
+	UpdateTopicConfigs(ctx context.Context, name string, update func(configs map[string]string) (map[string]string, error)) error
 
 	// Partitions returns the offset state of every partition of a topic,
 	// sorted by partition. ErrUnknownTopic if absent.
@@ -180,6 +188,12 @@ type Store interface {
 	// LookupTimestamp returns the first entry (in offset order) whose
 	// MaxTimestamp >= ts, or ErrNotFound.
 	LookupTimestamp(ctx context.Context, topic TopicID, partition int32, ts int64) (IndexEntry, error)
+	// PartitionSizes returns, per partition of a topic, the bytes of the
+	// index rows that hold offsets at or above the log start: what the
+	// partition's records take in object storage, whole rows counted (as
+	// Kafka counts whole segments). Partitions without such rows are
+	// absent; an unknown topic has none.
+	PartitionSizes(ctx context.Context, topic TopicID) (map[int32]int64, error)
 	// LookupMaxTimestamp returns the earliest entry holding the partition's
 	// largest timestamp, or ErrNotFound if the partition is empty.
 	LookupMaxTimestamp(ctx context.Context, topic TopicID, partition int32) (IndexEntry, error)

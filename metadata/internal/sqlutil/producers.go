@@ -3,6 +3,7 @@ package sqlutil
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"floe/metadata"
 )
@@ -29,4 +30,20 @@ func DecodeProducerState(epoch int16, raw string) (*metadata.ProducerState, erro
 		st.Batches = append(st.Batches, metadata.SeqEntry{FirstSeq: int32(r[0]), LastSeq: int32(r[1]), BaseOffset: r[2]})
 	}
 	return st, nil
+}
+
+// ProducerInfo builds what DescribeProducers reports of one producer_state
+// row: its id, epoch, remembered batches (raw), commit time in unix ms and
+// open transaction's first offset (-1 without one).
+func ProducerInfo(id int64, epoch int16, raw string, updatedMs, txnStart int64) (metadata.ProducerInfo, error) {
+	st, err := DecodeProducerState(epoch, raw)
+	if err != nil {
+		return metadata.ProducerInfo{}, err
+	}
+	p := metadata.ProducerInfo{ProducerID: id, Epoch: epoch, LastSequence: -1,
+		LastCommit: time.UnixMilli(updatedMs), TxnStartOffset: txnStart}
+	if n := len(st.Batches); n > 0 {
+		p.LastSequence = st.Batches[n-1].LastSeq
+	}
+	return p, nil
 }

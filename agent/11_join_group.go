@@ -9,6 +9,15 @@ package agent
 // v5+ carry group.instance.id (static membership); v0 has no rebalance
 // timeout (the session timeout is used); v9 answers SkipAssignment to a
 // static leader rejoining a stable group.
+//
+// Validation follows Kafka's order (GroupCoordinatorService.joinGroup, then
+// GroupMetadataManager.classicGroupJoin*): an empty group id is
+// INVALID_GROUP_ID, a session timeout outside the agent's
+// GroupMin/MaxSessionTimeout INVALID_SESSION_TIMEOUT, both answered by any
+// agent before the coordinator is looked for; then, on the coordinator, a
+// KIP-848 group with members INCONSISTENT_GROUP_PROTOCOL, and the state
+// machine's checks (agent/group Join: unknown group, size, protocols,
+// member).
 
 import (
 	"context"
@@ -33,6 +42,10 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 	resp.MemberID = req.MemberID
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	if err := a.coord.gcfg.CheckSessionTimeout(time.Duration(req.SessionTimeoutMillis) * time.Millisecond); err != nil {
+		resp.ErrorCode = err.Code
 		return resp, nil
 	}
 	jr := group.JoinRequest{

@@ -33,7 +33,7 @@ func init() {
 func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-	resp.HeartbeatIntervalMillis = int32(consumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(a.coord.ccfg.HeartbeatInterval / time.Millisecond)
 	fail := func(e *kerr.Error) (kmsg.Response, error) {
 		resp.ErrorCode = e.Code
 		msg := e.Message

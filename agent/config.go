@@ -86,6 +86,26 @@ type Config struct {
 	// of CreateTopics requests that ask for the default (-1).
 	DefaultPartitions int32
 
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeout a classic (JoinGroup) member may ask for; joins outside are
+	// INVALID_SESSION_TIMEOUT (group.min/max.session.timeout.ms).
+	GroupMinSessionTimeout time.Duration
+	GroupMaxSessionTimeout time.Duration
+	// GroupInitialRebalanceDelay holds a new (empty) classic group's first
+	// rebalance open this long for more members, bounded by their
+	// rebalance timeout (group.initial.rebalance.delay.ms): a group whose
+	// members start together gets one generation, not one per joiner.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMaxSize bounds a classic group's members; more joiners are
+	// GROUP_MAX_SIZE_REACHED (group.max.size). 0 means no limit.
+	GroupMaxSize int
+	// ConsumerGroupSessionTimeout is how long a KIP-848 member may go
+	// without a heartbeat (group.consumer.session.timeout.ms), and
+	// ConsumerGroupHeartbeatInterval the interval those members are told
+	// to heartbeat at (group.consumer.heartbeat.interval.ms).
+	ConsumerGroupSessionTimeout    time.Duration
+	ConsumerGroupHeartbeatInterval time.Duration
+
 	// CacheBytes is the read cache's budget.
 	CacheBytes int64
 	// HeartbeatInterval is how often the agent heartbeats in the store and
@@ -124,6 +144,13 @@ func DefaultConfig() Config {
 		MaxTopics:                 50_000,
 		AutoCreateRate:            20,
 		MaxOffsetCommitPartitions: 100_000,
+
+		// Kafka's group defaults; floe dev shortens the waits.
+		GroupMinSessionTimeout:         6 * time.Second,
+		GroupMaxSessionTimeout:         30 * time.Minute,
+		GroupInitialRebalanceDelay:     3 * time.Second,
+		ConsumerGroupSessionTimeout:    45 * time.Second,
+		ConsumerGroupHeartbeatInterval: 5 * time.Second,
 
 		DefaultPartitions:  1,
 		CacheBytes:         256 << 20,

@@ -34,9 +34,6 @@ const (
 	// offsetsRetention is Kafka's offsets.retention.minutes default (7
 	// days): offsets of groups that stay empty that long are removed.
 	offsetsRetention = 7 * 24 * time.Hour
-	// initialRebalanceDelay is group.initial.rebalance.delay.ms: a new
-	// group waits this long for more members before its first generation.
-	initialRebalanceDelay = 500 * time.Millisecond
 	// groupTick is how often session and rebalance timeouts are checked.
 	groupTick = 100 * time.Millisecond
 	// idleGroupRelease drops an empty group from memory (and its lease)
@@ -46,10 +43,6 @@ const (
 	storeTimeout = 10 * time.Second
 	// expireInterval is how often the lowest-numbered agent expires offsets.
 	expireInterval = time.Minute
-	// consumerSessionTimeout and consumerHeartbeatInterval are KIP-848's
-	// group.consumer.session.timeout.ms and heartbeat.interval.ms.
-	consumerSessionTimeout    = 45 * time.Second
-	consumerHeartbeatInterval = time.Second
 )
 
 // coordinator holds the groups this agent coordinates.
@@ -88,15 +81,18 @@ type groupEntry struct {
 
 func newCoordinator(a *Agent) *coordinator {
 	c := &coordinator{a: a, leaseTTL: a.cfg.AgentTTL, retention: offsetsRetention, groups: map[string]*groupEntry{}}
+	// The group settings are the agent's (Config.Group*); Kafka's defaults
+	// in floe agent, shorter waits in floe dev.
 	c.gcfg = group.Config{
-		InitialRebalanceDelay: initialRebalanceDelay,
-		MinSessionTimeout:     time.Second,
-		MaxSessionTimeout:     30 * time.Minute,
+		InitialRebalanceDelay: a.cfg.GroupInitialRebalanceDelay,
+		MinSessionTimeout:     a.cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout:     a.cfg.GroupMaxSessionTimeout,
+		MaxSize:               a.cfg.GroupMaxSize,
 		NewMemberID:           newMemberID,
 	}
 	c.ccfg = group.ConsumerConfig{
-		SessionTimeout:    consumerSessionTimeout,
-		HeartbeatInterval: consumerHeartbeatInterval,
+		SessionTimeout:    a.cfg.ConsumerGroupSessionTimeout,
+		HeartbeatInterval: a.cfg.ConsumerGroupHeartbeatInterval,
 		NewMemberID:       func() string { return newMemberID("") },
 	}
 	return c
@@ -218,6 +214,9 @@ func (c *coordinator) load(ctx context.Context, e *groupEntry, now time.Time) er
 			return err
 		}
 		e.g, e.cg, e.exists = group.New(e.id, c.gcfg), nil, len(offs) > 0
+		if e.exists {
+			e.g.MarkExists() // Kafka keeps an empty group for committed offsets
+		}
 		return nil
 	}
 	if err != nil {
@@ -235,6 +234,7 @@ func (c *coordinator) load(ctx context.Context, e *groupEntry, now time.Time) er
 	}
 	if len(rec.State) == 0 {
 		e.g = group.New(e.id, c.gcfg)
+		e.g.MarkExists()
 		return nil
 	}
 	g, err := group.Restore(e.id, c.gcfg, rec.State, now)

@@ -68,6 +68,7 @@ func Restore(id string, cfg Config, b []byte, now time.Time) (*Group, error) {
 		return nil, fmt.Errorf("restore group %s: %w", id, err)
 	}
 	g := New(id, cfg)
+	g.exists = true
 	g.generation, g.protocolType, g.protocol, g.leader = s.Generation, s.ProtocolType, s.Protocol, s.Leader
 	for _, m := range s.Members {
 		if m == nil || m.ID == "" {

@@ -37,10 +37,26 @@ type Config struct {
 	// before its first generation (group.initial.rebalance.delay.ms).
 	InitialRebalanceDelay time.Duration
 	// MinSessionTimeout and MaxSessionTimeout bound members' session
-	// timeouts (group.min/max.session.timeout.ms).
+	// timeouts (group.min/max.session.timeout.ms); 0 leaves that side
+	// unbounded.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxSize bounds a group's members (group.max.size); 0 means no limit,
+	// Kafka's default in effect (Integer.MAX_VALUE).
+	MaxSize int
 	// NewMemberID returns a fresh unique member id for a client id.
 	NewMemberID func(clientID string) string
+}
+
+// CheckSessionTimeout is INVALID_SESSION_TIMEOUT for a session timeout
+// outside [MinSessionTimeout, MaxSessionTimeout], else nil. Kafka checks it
+// before looking at the group (GroupCoordinatorService.joinGroup), so the
+// JoinGroup handler calls it before finding the coordinator; Join checks it
+// again, first, for callers that did not.
+func (c Config) CheckSessionTimeout(session time.Duration) *kerr.Error {
+	if (c.MinSessionTimeout > 0 && session < c.MinSessionTimeout) || (c.MaxSessionTimeout > 0 && session > c.MaxSessionTimeout) {
+		return kerr.InvalidSessionTimeout
+	}
+	return nil
 }
 
 // Protocol is one (name, metadata) a joining member supports, in its order
@@ -146,20 +162,35 @@ type Group struct {
 	pending      map[string]time.Time // ids given with MEMBER_ID_REQUIRED -> expiry
 
 	// joinDeadline ends the wait for members to rejoin (PreparingRebalance);
-	// delayUntil holds a new group's first rebalance open for more joiners.
+	// delayUntil holds a new group's first rebalance open for more joiners;
+	// a member added meanwhile (addedInDelay) holds it open one delay more,
+	// up to the join deadline (Kafka's InitialDelayedJoin).
 	joinDeadline time.Time
 	delayUntil   time.Time
+	addedInDelay bool
 	// syncDeadline ends the wait for the leader's assignment.
 	syncDeadline time.Time
+
+	// exists is whether Kafka would know the group: restored from the
+	// store, marked by the coordinator (it has committed offsets), or
+	// joined once without a member id (which creates it). A join naming a
+	// member id of a group that does not exist is UNKNOWN_MEMBER_ID before
+	// anything else is checked.
+	exists bool
 
 	changed bool
 }
 
-// New returns an empty group.
+// New returns an empty group that does not exist yet (see MarkExists).
 func New(id string, cfg Config) *Group {
 	return &Group{cfg: cfg, id: id, state: Empty, members: map[string]*member{},
 		statics: map[string]string{}, pending: map[string]time.Time{}}
 }
+
+// MarkExists records that the group exists although it has no state of its
+// own: it is known to the store, or has committed offsets (Kafka keeps an
+// empty classic group for those).
+func (g *Group) MarkExists() { g.exists = true }
 
 // ID is the group id.
 func (g *Group) ID() string { return g.id }
@@ -184,20 +215,14 @@ func (g *Group) TakeChanged() bool {
 	return c
 }
 
-func (g *Group) validTimeouts(session, rebalance time.Duration) bool {
-	if g.cfg.MinSessionTimeout > 0 && session < g.cfg.MinSessionTimeout {
-		return false
-	}
-	if g.cfg.MaxSessionTimeout > 0 && session > g.cfg.MaxSessionTimeout {
-		return false
-	}
-	return rebalance > 0
-}
-
-// supportsProtocols reports whether a joiner can be in the group: same
-// protocol type, and at least one protocol every member (and the joiner)
-// supports.
+// supportsProtocols reports whether a joiner can be in the group: a
+// protocol type and at least one protocol, the group's protocol type, and at
+// least one protocol every other member (and the joiner) supports. except
+// is the joiner's own member id, whose current protocols do not count.
 func (g *Group) supportsProtocols(protocolType string, ps []Protocol, except string) bool {
+	if protocolType == "" || len(ps) == 0 {
+		return false
+	}
 	if len(g.members) == 0 || (len(g.members) == 1 && g.members[except] != nil) {
 		return true
 	}
@@ -229,25 +254,53 @@ func sameProtocols(a, b []Protocol) bool {
 
 // Join handles a JoinGroup. reply is called exactly once, now or when the
 // rebalance completes.
+//
+// The checks run in Kafka's order (GroupCoordinatorService.joinGroup, then
+// GroupMetadataManager.classicGroupJoinToClassicGroup and its
+// classicGroupJoinNewMember / classicGroupJoinExistingMember): the session
+// timeout (INVALID_SESSION_TIMEOUT); a member id naming a group that does
+// not exist (UNKNOWN_MEMBER_ID); the group size (GROUP_MAX_SIZE_REACHED);
+// the protocol type and protocols (INCONSISTENT_GROUP_PROTOCOL, empty ones
+// included); then, for a member id, a pending id is admitted, and the
+// instance id (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and member id
+// (UNKNOWN_MEMBER_ID) must match a member. The rebalance timeout is not
+// checked, as in Kafka: one of 0 or less completes the join at once.
 func (g *Group) Join(now time.Time, r JoinRequest, reply func(JoinResult)) {
 	fail := func(err *kerr.Error) { reply(JoinResult{Err: err.Code, MemberID: r.MemberID, Generation: -1}) }
-	if r.ProtocolType == "" || len(r.Protocols) == 0 {
+	if err := g.cfg.CheckSessionTimeout(r.SessionTimeout); err != nil {
+		fail(err)
+		return
+	}
+	if r.MemberID != "" && !g.exists {
+		fail(kerr.UnknownMemberID)
+		return
+	}
+	g.exists = true // a join without a member id creates the group
+	if !g.acceptsJoin(r.MemberID) {
+		if _, ok := g.members[r.MemberID]; ok {
+			g.removeMember(r.MemberID)
+			g.memberGone(now)
+		}
+		delete(g.pending, r.MemberID)
+		reply(JoinResult{Err: kerr.GroupMaxSizeReached.Code, Generation: -1})
+		return
+	}
+	// Whose current protocols do not count against the joiner's: its own
+	// member's, or, for a static member rejoining without its id, those of
+	// the member it replaces.
+	self := r.MemberID
+	old, static := "", false
+	if r.MemberID == "" && r.InstanceID != "" {
+		old, static = g.statics[r.InstanceID]
+		self = old
+	}
+	if !g.supportsProtocols(r.ProtocolType, r.Protocols, self) {
 		fail(kerr.InconsistentGroupProtocol)
 		return
 	}
-	if !g.validTimeouts(r.SessionTimeout, r.RebalanceTimeout) {
-		fail(kerr.InvalidSessionTimeout)
-		return
-	}
 	if r.MemberID == "" {
-		if r.InstanceID != "" {
-			if old, ok := g.statics[r.InstanceID]; ok {
-				g.rejoinStatic(now, old, r, reply)
-				return
-			}
-		}
-		if !g.supportsProtocols(r.ProtocolType, r.Protocols, "") {
-			fail(kerr.InconsistentGroupProtocol)
+		if static {
+			g.rejoinStatic(now, old, r, reply)
 			return
 		}
 		id := g.cfg.NewMemberID(r.ClientID)
@@ -259,29 +312,14 @@ func (g *Group) Join(now time.Time, r JoinRequest, reply func(JoinResult)) {
 		g.addMember(now, id, r, reply)
 		return
 	}
-	if r.InstanceID != "" {
-		cur, ok := g.statics[r.InstanceID]
-		if ok && cur != r.MemberID {
-			fail(kerr.FencedInstanceID)
-			return
-		}
-	}
-	m, ok := g.members[r.MemberID]
-	if !ok {
-		if _, pend := g.pending[r.MemberID]; pend {
-			if !g.supportsProtocols(r.ProtocolType, r.Protocols, "") {
-				fail(kerr.InconsistentGroupProtocol)
-				return
-			}
-			delete(g.pending, r.MemberID)
-			g.addMember(now, r.MemberID, r, reply)
-			return
-		}
-		fail(kerr.UnknownMemberID)
+	if _, pend := g.pending[r.MemberID]; pend && r.InstanceID == "" {
+		delete(g.pending, r.MemberID)
+		g.addMember(now, r.MemberID, r, reply)
 		return
 	}
-	if !g.supportsProtocols(r.ProtocolType, r.Protocols, m.ID) {
-		fail(kerr.InconsistentGroupProtocol)
+	m, err := g.checkMember(r.MemberID, r.InstanceID)
+	if err != nil {
+		fail(err)
 		return
 	}
 	unchanged := sameProtocols(m.Protocols, r.Protocols)
@@ -308,6 +346,32 @@ func (g *Group) Join(now time.Time, r JoinRequest, reply func(JoinResult)) {
 		g.park(m, reply)
 		g.prepareRebalance(now)
 	}
+}
+
+// acceptsJoin reports whether the group has room for the joiner, as
+// Kafka's acceptJoiningMember decides: an empty group takes anyone; while
+// members rejoin, a member already parked is taken, and others while fewer
+// than MaxSize are parked (so a lowered MaxSize sheds the last rejoiners);
+// otherwise a member is taken, and others while the group has fewer than
+// MaxSize members.
+func (g *Group) acceptsJoin(memberID string) bool {
+	if g.cfg.MaxSize <= 0 || g.state == Empty {
+		return true
+	}
+	m, member := g.members[memberID]
+	if g.state == PreparingRebalance {
+		if member && m.joinReply != nil {
+			return true
+		}
+		parked := 0
+		for _, o := range g.members {
+			if o.joinReply != nil {
+				parked++
+			}
+		}
+		return parked < g.cfg.MaxSize
+	}
+	return member || len(g.members) < g.cfg.MaxSize
 }
 
 func (g *Group) park(m *member, reply func(JoinResult)) {
@@ -339,6 +403,7 @@ func (g *Group) addMember(now time.Time, id string, r JoinRequest, reply func(Jo
 	}
 	g.park(m, reply)
 	if g.state == PreparingRebalance {
+		g.addedInDelay = g.addedInDelay || !g.delayUntil.IsZero()
 		g.tryCompleteJoin(now)
 		return
 	}
@@ -347,13 +412,10 @@ func (g *Group) addMember(now time.Time, id string, r JoinRequest, reply func(Jo
 
 // rejoinStatic replaces a static member's id (the old id is fenced). A
 // stable group whose member rejoins with the same protocols does not
-// rebalance: the member gets the current generation back.
+// rebalance: the member gets the current generation back. Join has checked
+// the protocols.
 func (g *Group) rejoinStatic(now time.Time, oldID string, r JoinRequest, reply func(JoinResult)) {
 	old := g.members[oldID]
-	if !g.supportsProtocols(r.ProtocolType, r.Protocols, oldID) {
-		reply(JoinResult{Err: kerr.InconsistentGroupProtocol.Code, Generation: -1})
-		return
-	}
 	if old.joinReply != nil {
 		old.joinReply(JoinResult{Err: kerr.FencedInstanceID.Code, MemberID: oldID, Generation: -1})
 		old.joinReply = nil
@@ -418,7 +480,7 @@ func (g *Group) prepareRebalance(now time.Time) {
 			longest = max(longest, m.RebalanceTimeout)
 		}
 		g.joinDeadline = now.Add(longest)
-		g.delayUntil = time.Time{}
+		g.delayUntil, g.addedInDelay = time.Time{}, false
 		if g.state == Empty && g.cfg.InitialRebalanceDelay > 0 {
 			g.delayUntil = now.Add(min(g.cfg.InitialRebalanceDelay, longest))
 		}
@@ -451,6 +513,15 @@ func (g *Group) tryCompleteJoin(now time.Time) {
 	}
 	timedOut := !now.Before(g.joinDeadline)
 	if !timedOut {
+		if !g.delayUntil.IsZero() && !now.Before(g.delayUntil) && g.addedInDelay {
+			// Members are still arriving: wait one delay more, counted
+			// from the end of this one (as Kafka's timer is).
+			g.addedInDelay = false
+			g.delayUntil = g.delayUntil.Add(g.cfg.InitialRebalanceDelay)
+			if g.delayUntil.After(g.joinDeadline) {
+				g.delayUntil = g.joinDeadline
+			}
+		}
 		if now.Before(g.delayUntil) || len(g.pending) > 0 {
 			return
 		}
@@ -563,11 +634,17 @@ func (g *Group) removeMember(id string) {
 	g.changed = true
 }
 
-// checkMember validates a member's identity: FENCED_INSTANCE_ID for an
-// instance id now held by another member id, UNKNOWN_MEMBER_ID otherwise.
+// checkMember validates a member's identity as Kafka's validateMember
+// does: an instance id no member holds is UNKNOWN_MEMBER_ID, one held by
+// another member id FENCED_INSTANCE_ID; then the member id must be a
+// member's (UNKNOWN_MEMBER_ID).
 func (g *Group) checkMember(memberID, instanceID string) (*member, *kerr.Error) {
 	if instanceID != "" {
-		if cur, ok := g.statics[instanceID]; ok && cur != memberID {
+		cur, ok := g.statics[instanceID]
+		if !ok {
+			return nil, kerr.UnknownMemberID
+		}
+		if cur != memberID {
 			return nil, kerr.FencedInstanceID
 		}
 	}

@@ -115,6 +115,8 @@ func twoMembers(t *testing.T) (h *harness, a, b string) {
 	h.join("b1", b, "", true, "range")
 	h.parked("a1") // initial delay
 	h.advance(100 * time.Millisecond)
+	h.parked("a1") // b joined during the delay: one delay more
+	h.advance(100 * time.Millisecond)
 	ja, jb := h.joined("a1", 0), h.joined("b1", 0)
 	if ja.Generation != 1 || ja.Leader != a || ja.Protocol != "range" || len(ja.Members) != 2 || len(jb.Members) != 0 {
 		t.Fatalf("join results %+v %+v", ja, jb)
@@ -243,7 +245,7 @@ func TestProtocolSelection(t *testing.T) {
 			h.joined("b", tc.err)
 			continue
 		}
-		h.advance(100 * time.Millisecond)
+		h.advance(200 * time.Millisecond) // b joined during the initial delay: two delays
 		if r := h.joined("a", 0); r.Protocol != tc.want {
 			t.Errorf("%v/%v: protocol %q, want %q", tc.a, tc.b, r.Protocol, tc.want)
 		}
@@ -270,7 +272,7 @@ func TestStaticMemberRejoinNoRebalance(t *testing.T) {
 	h := newHarness(t)
 	h.join("s1", "", "inst-1", true, "range")
 	h.join("s2", "", "inst-2", true, "range")
-	h.advance(100 * time.Millisecond)
+	h.advance(200 * time.Millisecond) // s2 joined during the initial delay: two delays
 	m1, m2 := h.joined("s1", 0).MemberID, h.joined("s2", 0).MemberID
 	leader := h.joined("s1", 0).Leader
 	h.sync("a", m1, 1, map[string][]byte{m1: []byte("1"), m2: []byte("2")})

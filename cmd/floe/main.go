@@ -111,12 +111,33 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxOffsetCommitPartitions, "max-offset-commit-partitions", c.MaxOffsetCommitPartitions, "most partitions one OffsetCommit may name (0: no limit)")
 	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", c.AutoCreateTopics, "create unknown topics named in Metadata requests")
 	int32Var(fs, &c.DefaultPartitions, "default-partitions", "partition `count` of auto-created topics")
+	fs.DurationVar(&c.GroupMinSessionTimeout, "group-min-session-timeout", c.GroupMinSessionTimeout, "shortest session timeout a consumer group member may ask for; shorter joins are INVALID_SESSION_TIMEOUT (group.min.session.timeout.ms)")
+	fs.DurationVar(&c.GroupMaxSessionTimeout, "group-max-session-timeout", c.GroupMaxSessionTimeout, "longest session timeout a consumer group member may ask for (group.max.session.timeout.ms)")
+	fs.DurationVar(&c.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", c.GroupInitialRebalanceDelay, "how long a new consumer group waits for more members before its first generation, once more per delay in which one joined (group.initial.rebalance.delay.ms)")
+	fs.IntVar(&c.GroupMaxSize, "group-max-size", c.GroupMaxSize, "most members of one consumer group; more are GROUP_MAX_SIZE_REACHED (group.max.size; 0: no limit)")
+	fs.DurationVar(&c.ConsumerGroupSessionTimeout, "group-consumer-session-timeout", c.ConsumerGroupSessionTimeout, "how long a KIP-848 consumer group member may go without a heartbeat (group.consumer.session.timeout.ms)")
+	fs.DurationVar(&c.ConsumerGroupHeartbeatInterval, "group-consumer-heartbeat-interval", c.ConsumerGroupHeartbeatInterval, "heartbeat interval given to KIP-848 consumer group members (group.consumer.heartbeat.interval.ms)")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "read cache budget in `bytes`")
 	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&f.bucketLatency, "bucket-latency", 0, "benchmarking: add this latency to every object-store request (e.g. 100ms, like S3)")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "benchmarking: write a pprof CPU profile of the whole run to `file`")
+}
+
+// check refuses settings that contradict each other, as Kafka refuses to
+// start with them.
+func (f *agentFlags) check() error {
+	c := &f.cfg
+	switch {
+	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
+		return errors.New("--group-min-session-timeout must be positive and at most --group-max-session-timeout")
+	case c.GroupInitialRebalanceDelay < 0 || c.GroupMaxSize < 0:
+		return errors.New("--group-initial-rebalance-delay and --group-max-size must not be negative")
+	case c.ConsumerGroupHeartbeatInterval <= 0 || c.ConsumerGroupSessionTimeout <= c.ConsumerGroupHeartbeatInterval:
+		return errors.New("--group-consumer-heartbeat-interval must be positive and shorter than --group-consumer-session-timeout")
+	}
+	return nil
 }
 
 // int32Var registers a positive int32 flag; its default is *p.
@@ -180,12 +201,22 @@ func runDev(args []string) error {
 	// Locally there is no PUT latency to amortise: flush almost at once.
 	f.cfg.FlushInterval = 5 * time.Millisecond
 	f.cfg.AutoCreateTopics = true
+	// Groups for development and tests: a new group's first generation at
+	// once (Kafka's own config/server.properties sets the delay to 0 for
+	// development and testing), and KIP-848 members reconciled within a
+	// second. Session timeouts keep Kafka's bounds, which client test
+	// suites assume (kafka-go's expects a 3 s session refused).
+	f.cfg.GroupInitialRebalanceDelay = 0
+	f.cfg.ConsumerGroupHeartbeatInterval = time.Second
 	fs := newFlagSet("dev", "Runs one agent on embedded stores: metadata in SQLite (DIR/meta.db) and\nobjects in a directory (DIR/objects). Nothing else to install or start.")
 	dataDir := fs.String("data-dir", "./floe-data", "`directory` holding the metadata database and the objects")
 	f.register(fs)
 	f.compactor = devCompactorFlags()
 	f.compactor.register(fs, "compactor-")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
 		return err
 	}
 	log, err := f.logger()
@@ -211,6 +242,9 @@ func runAgent(args []string) error {
 	if *metaURL == "" || *bucketURL == "" {
 		fs.Usage()
 		return errors.New("--metadata and --bucket are required")
+	}
+	if err := f.check(); err != nil {
+		return err
 	}
 	log, err := f.logger()
 	if err != nil {

@@ -12,14 +12,21 @@ package agent
 //
 // Unknown topics are created when the agent allows auto-creation and the
 // request does (v4+ AllowAutoTopicCreation; always below v4, as in Kafka).
-// v10+ carry real non-zero topic ids.
+// A topic this request created (or found created meanwhile) is answered
+// LEADER_NOT_AVAILABLE with no partitions, as a Kafka broker that creates it
+// in place answers (DefaultAutoTopicCreationManager.createTopicsInZk maps a
+// created or already existing topic to LEADER_NOT_AVAILABLE): clients retry
+// it, and the next Metadata lists the topic. A deleted topic is an unknown
+// one: named again with auto-creation on, it is created anew, with a new
+// topic id and empty partitions. v10+ carry real non-zero topic ids.
 //
 // Auto-creation is bounded: the agent creates at most AutoCreateRate topics
 // a second (a token bucket with bursts of as many), within the cluster's
 // MaxTopics and MaxPartitions, and within storeTimeout per request. Topics
-// beyond are answered UNKNOWN_TOPIC_OR_PARTITION, which clients retry, so
-// they are created on a later request: what a Kafka broker answers for a
-// topic whose creation it has forwarded to the controller. A request naming
+// beyond, and those the store failed to create, are answered
+// UNKNOWN_TOPIC_OR_PARTITION, which clients retry, so they are created on a
+// later request: what a Kafka broker answers for a topic whose creation it
+// has forwarded to the controller, or is already creating. A request naming
 // 10,000 unknown topics is answered at once, not after 10,000 creations,
 // and costs a bounded number of store look-ups (missLookups).
 
@@ -94,14 +101,11 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 		missing = append(missing, mt)
 	}
 	if len(unknown) > 0 {
-		created, codes := a.autoCreateTopics(ctx, unknown)
-		topics = append(topics, created...)
+		codes := a.autoCreateTopics(ctx, unknown)
 		for i, rt := range unknown {
-			if codes[i] != nil {
-				mt := kmsg.NewMetadataResponseTopic()
-				mt.Topic, mt.ErrorCode = rt.Topic, codes[i].Code
-				missing = append(missing, mt)
-			}
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode, mt.IsInternal = rt.Topic, codes[i].Code, isInternalTopic(*rt.Topic)
+			missing = append(missing, mt)
 		}
 	}
 	for _, t := range topics {
@@ -144,13 +148,13 @@ func (a *Agent) resolveMetadataTopic(ctx context.Context, rt kmsg.MetadataReques
 }
 
 // autoCreateTopics creates the named unknown topics as far as the
-// auto-creation rate, the cluster limits and storeTimeout allow. It
-// returns the topics it created or found created meanwhile, and per name
-// nil for those or the error code to answer.
-func (a *Agent) autoCreateTopics(ctx context.Context, rts []kmsg.MetadataRequestTopic) ([]metadata.Topic, []*kerr.Error) {
+// auto-creation rate, the cluster limits and storeTimeout allow, and
+// returns per name the code to answer: LEADER_NOT_AVAILABLE for a topic
+// created, or found created meanwhile; UNKNOWN_TOPIC_OR_PARTITION for one
+// not created (yet).
+func (a *Agent) autoCreateTopics(ctx context.Context, rts []kmsg.MetadataRequestTopic) []*kerr.Error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	var topics []metadata.Topic
 	codes := make([]*kerr.Error, len(rts))
 	done := make(map[string]*kerr.Error, len(rts)) // a name asked twice is created once
 	budget := &clusterBudget{a: a}
@@ -161,44 +165,38 @@ func (a *Agent) autoCreateTopics(ctx context.Context, rts []kmsg.MetadataRequest
 			codes[i] = code
 			continue
 		}
-		t, code := a.autoCreateTopic(ctx, name, budget)
-		if code == nil {
-			topics = append(topics, t)
-			created = true
-		}
+		code := a.autoCreateTopic(ctx, name, budget)
+		created = created || code == kerr.LeaderNotAvailable
 		codes[i], done[name] = code, code
 	}
 	if created {
-		a.topics.invalidate()
+		a.topics.invalidate() // the next Metadata lists them
 	}
-	return topics, codes
+	return codes
 }
 
-func (a *Agent) autoCreateTopic(ctx context.Context, name string, budget *clusterBudget) (metadata.Topic, *kerr.Error) {
+func (a *Agent) autoCreateTopic(ctx context.Context, name string, budget *clusterBudget) *kerr.Error {
 	if ctx.Err() != nil {
-		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+		return kerr.UnknownTopicOrPartition
 	}
 	if !a.topics.allowAutoCreate(a.cfg.AutoCreateRate) {
 		a.limitHit("auto.create.rate", "topic", name, "rate", a.cfg.AutoCreateRate)
-		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+		return kerr.UnknownTopicOrPartition
 	}
 	if code, _ := budget.check(ctx, 1, int64(a.cfg.DefaultPartitions)); code != nil {
-		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+		return kerr.UnknownTopicOrPartition
 	}
 	t, err := a.store.CreateTopic(ctx, name, a.cfg.DefaultPartitions, nil)
 	if errors.Is(err, metadata.ErrTopicExists) {
-		t, err = a.store.Topic(ctx, name) // created concurrently elsewhere
-		if err == nil {
-			return t, nil
-		}
+		return kerr.LeaderNotAvailable // created concurrently elsewhere
 	}
 	if err != nil {
 		a.log.Warn("auto-create topic failed", "topic", name, "err", err)
-		return t, kerr.LeaderNotAvailable
+		return kerr.UnknownTopicOrPartition
 	}
 	budget.add(1, int64(t.Partitions))
 	a.log.Info("topic auto-created", "topic", name, "partitions", t.Partitions)
-	return t, nil
+	return kerr.LeaderNotAvailable
 }
 
 func (a *Agent) metadataTopic(t metadata.Topic, live []metadata.Agent, zone string) kmsg.MetadataResponseTopic {

@@ -2,15 +2,35 @@ package agent
 
 // DescribeConfigs (key 32), versions 0–4.
 //
-// Topics report every config a Kafka topic reports that floe knows, with
-// source DYNAMIC_TOPIC_CONFIG when set on the topic and DEFAULT_CONFIG
-// otherwise. Brokers (this agent's node id, or "" for cluster defaults)
-// report the basics clients and tools read.
+// Topics report every Kafka topic config (topicConfigDefs) plus any other
+// name CreateTopics stored: the topic's own value with source
+// DYNAMIC_TOPIC_CONFIG, else the value floe applies with source
+// DEFAULT_CONFIG. With IncludeSynonyms (v1+) each config lists the topic's
+// own value first, then the broker default it falls back to, named as
+// Kafka names it (retention.ms → log.retention.ms). With
+// IncludeDocumentation (v3+) each config says what floe does with it:
+// enforced, accepted with no effect (disk and replica settings), or fixed
+// to the one value floe behaves by.
+//
+// Brokers (this agent's node id) report the settings floe actually runs
+// with, all read-only: the agent's flags, the constants of the group and
+// transaction coordinators, and the compactor's defaults (see
+// compactorDefault: the agent is not told the compactor's flags). Broker
+// configs floe has no concept of (log.dirs, segment sizes, replica
+// fetchers) are left out. The cluster default resource (name "") lists
+// the dynamic cluster-wide configs, as Kafka does: floe has none. Groups
+// report the KIP-848 session timeout and heartbeat interval every group
+// uses (read-only: floe has no per-group configs). Broker loggers and
+// client metrics subscriptions exist in floe in name only and list
+// nothing.
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,96 +43,177 @@ func init() {
 	apis.Register(kafkaproto.Versions{Key: int16(kmsg.DescribeConfigs), AdvertisedMin: 0, HandledMin: 0, Max: 4})
 }
 
+// describedConfig is one config as DescribeConfigs reports it.
+type describedConfig struct {
+	name, value string
+	source      kmsg.ConfigSource
+	typ         kmsg.ConfigType
+	readOnly    bool
+	doc         string
+	// synonyms, in Kafka's order of precedence; the config itself is
+	// reported as its only synonym when nil.
+	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+}
+
 func (a *Agent) handleDescribeConfigs(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		want := func(name string) bool {
-			if rr.ConfigNames == nil {
-				return true
-			}
-			for _, n := range rr.ConfigNames {
-				if n == name {
-					return true
-				}
-			}
-			return false
+		configs, code, msg := a.describeResource(ctx, rr)
+		if code != nil {
+			sr.ErrorCode = code.Code
+			sr.ErrorMessage = &msg
 		}
-		add := func(name, value string, source kmsg.ConfigSource, readOnly bool) {
-			if !want(name) {
-				return
+		for _, dc := range configs {
+			if len(rr.ConfigNames) > 0 && !slices.Contains(rr.ConfigNames, dc.name) {
+				continue
 			}
-			c := kmsg.NewDescribeConfigsResponseResourceConfig()
-			c.Name, c.ReadOnly = name, readOnly
-			v := value
-			c.Value = &v
-			c.Source = source
-			c.IsDefault = source == kmsg.ConfigSourceDefaultConfig
-			c.ConfigType = configType(name)
-			if req.IncludeSynonyms {
-				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				s.Name, s.Value, s.Source = name, &v, source
-				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
-			}
-			sr.Configs = append(sr.Configs, c)
-		}
-		switch rr.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
-			t, ok, err := a.topics.get(ctx, rr.ResourceName)
-			switch {
-			case err != nil:
-				sr.ErrorCode = kerr.UnknownServerError.Code
-			case !ok:
-				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				for _, name := range sortedConfigNames(t) {
-					v, explicit := topicConfig(t, name)
-					src := kmsg.ConfigSourceDefaultConfig
-					if explicit {
-						src = kmsg.ConfigSourceDynamicTopicConfig
-					}
-					add(name, v, src, false)
-				}
-			}
-		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(a.self.NodeID)) {
-				sr.ErrorCode = kerr.InvalidRequest.Code
-				break
-			}
-			for _, kv := range a.brokerConfigs() {
-				add(kv[0], kv[1], kmsg.ConfigSourceStaticBrokerConfig, true)
-			}
-		default:
-			sr.ErrorCode = kerr.InvalidRequest.Code
+			sr.Configs = append(sr.Configs, dc.response(req))
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
 }
 
-func (a *Agent) brokerConfigs() [][2]string {
-	return [][2]string{
-		{"auto.create.topics.enable", strconv.FormatBool(a.cfg.AutoCreateTopics)},
-		{"broker.id", strconv.Itoa(int(a.self.NodeID))},
-		{"broker.rack", a.cfg.Zone},
-		{"default.replication.factor", "1"},
-		{"log.retention.ms", topicConfigDefaults["retention.ms"]},
-		{"message.max.bytes", topicConfigDefaults["max.message.bytes"]},
-		{"num.partitions", strconv.Itoa(int(a.cfg.DefaultPartitions))},
-		{"socket.request.max.bytes", strconv.Itoa(int(a.cfg.MaxRequestSize))},
+// describeResource lists one resource's configs, or the error it is
+// answered with.
+func (a *Agent) describeResource(ctx context.Context, rr kmsg.DescribeConfigsRequestResource) ([]describedConfig, *kerr.Error, string) {
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic:
+		if err := validTopicName(rr.ResourceName); err != nil {
+			return nil, kerr.InvalidTopicException, err.Error()
+		}
+		t, ok, err := a.topics.get(ctx, rr.ResourceName)
+		if err != nil {
+			a.log.Warn("describe configs: look up topic failed", "topic", rr.ResourceName, "err", err)
+			return nil, kerr.UnknownServerError, ""
+		}
+		if !ok {
+			return nil, kerr.UnknownTopicOrPartition, kerr.UnknownTopicOrPartition.Message
+		}
+		return a.topicConfigs(t), nil, ""
+	case kmsg.ConfigResourceTypeBroker:
+		if rr.ResourceName == "" {
+			return nil, nil, "" // no dynamic cluster-wide configs
+		}
+		if code, msg := a.checkBrokerName(rr.ResourceName); code != nil {
+			return nil, code, msg
+		}
+		return a.brokerConfigs(), nil, ""
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if rr.ResourceName == "" {
+			return nil, kerr.InvalidRequest, "Broker id must not be empty"
+		}
+		if code, msg := a.checkBrokerName(rr.ResourceName); code != nil {
+			return nil, code, msg
+		}
+		return nil, nil, "" // floe has no named loggers
+	case kmsg.ConfigResourceTypeClientMetrics:
+		if rr.ResourceName == "" {
+			return nil, kerr.InvalidRequest, "Client metrics subscription name must not be empty"
+		}
+		return nil, nil, "" // floe has no client metrics subscriptions
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if rr.ResourceName == "" {
+			return nil, kerr.InvalidRequest, "Group name must not be empty"
+		}
+		return a.groupConfigs(), nil, ""
 	}
+	return nil, kerr.InvalidRequest, fmt.Sprintf("Unsupported resource type: %d", rr.ResourceType)
 }
 
-// sortedConfigNames lists the defaults and the topic's explicit configs.
+// checkBrokerName accepts this agent's node id, as Kafka accepts only its
+// own broker id (requests for a broker's configs are sent to that broker).
+func (a *Agent) checkBrokerName(name string) (*kerr.Error, string) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return kerr.InvalidRequest, "Node id must be an integer, but it is: " + name
+	}
+	if int32(id) != a.self.NodeID {
+		return kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", a.self.NodeID, name)
+	}
+	return nil, ""
+}
+
+// response renders c for req's version and flags.
+func (c describedConfig) response(req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
+	rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+	rc.Name, rc.ReadOnly, rc.Source, rc.ConfigType = c.name, c.readOnly, c.source, c.typ
+	v := c.value
+	rc.Value = &v
+	rc.IsDefault = c.source == kmsg.ConfigSourceDefaultConfig
+	if req.IncludeSynonyms {
+		rc.ConfigSynonyms = c.synonyms
+		if rc.ConfigSynonyms == nil {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name, s.Value, s.Source = c.name, &v, c.source
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, s)
+		}
+	}
+	if req.IncludeDocumentation && c.doc != "" {
+		doc := c.doc
+		rc.Documentation = &doc
+	}
+	return rc
+}
+
+// topicConfigs lists a topic's configs: every Kafka topic config and every
+// other name the topic sets.
+func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
+	brokers := map[string]describedConfig{}
+	for _, b := range a.brokerConfigs() {
+		brokers[b.name] = b
+	}
+	names := sortedConfigNames(t)
+	out := make([]describedConfig, 0, len(names))
+	for _, name := range names {
+		d, known := topicConfigDefs[name]
+		dc := describedConfig{name: name, typ: topicConfigType(name), doc: d.doc}
+		if !known {
+			dc.doc = "Not a Kafka topic config: stored as given at creation, with no effect."
+		}
+		var syn []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+		add := func(name, value string, src kmsg.ConfigSource) {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name, s.Value, s.Source = name, &value, src
+			syn = append(syn, s)
+		}
+		v, explicit := topicConfig(t, name)
+		dc.value, dc.source = v, kmsg.ConfigSourceDefaultConfig
+		if explicit {
+			dc.source = kmsg.ConfigSourceDynamicTopicConfig
+			add(name, v, dc.source)
+		}
+		if known && d.broker != "" {
+			src := kmsg.ConfigSourceDefaultConfig
+			if b, ok := brokers[d.broker]; ok {
+				src = b.source
+			}
+			add(d.broker, d.def, src)
+			if !explicit {
+				dc.source = src
+			}
+		}
+		dc.synonyms = syn
+		if syn == nil {
+			dc.synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
+		}
+		out = append(out, dc)
+	}
+	return out
+}
+
+// sortedConfigNames lists the Kafka topic configs and the topic's other
+// explicit configs, sorted.
 func sortedConfigNames(t metadata.Topic) []string {
-	names := make([]string, 0, len(topicConfigDefaults)+len(t.Configs))
-	for n := range topicConfigDefaults {
+	names := make([]string, 0, len(topicConfigDefs)+len(t.Configs))
+	for n := range topicConfigDefs {
 		names = append(names, n)
 	}
 	for n := range t.Configs {
-		if _, ok := topicConfigDefaults[n]; !ok {
+		if _, ok := topicConfigDefs[n]; !ok {
 			names = append(names, n)
 		}
 	}
@@ -120,19 +221,115 @@ func sortedConfigNames(t metadata.Topic) []string {
 	return names
 }
 
-func configType(name string) kmsg.ConfigType {
-	switch name {
-	case "cleanup.policy":
-		return kmsg.ConfigTypeList
-	case "compression.type", "message.timestamp.type", "broker.rack":
-		return kmsg.ConfigTypeString
-	case "unclean.leader.election.enable", "auto.create.topics.enable":
-		return kmsg.ConfigTypeBoolean
-	case "max.message.bytes", "min.insync.replicas", "num.partitions", "default.replication.factor",
-		"broker.id", "socket.request.max.bytes", "message.max.bytes":
-		return kmsg.ConfigTypeInt
-	case "min.cleanable.dirty.ratio":
-		return kmsg.ConfigTypeDouble
+// millis renders a duration as Kafka's *.ms configs do.
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// orMaxInt renders a limit where floe's 0 means none as Kafka's
+// Integer.MAX_VALUE.
+func orMaxInt(n int) string {
+	if n <= 0 {
+		return strconv.Itoa(1<<31 - 1)
 	}
-	return kmsg.ConfigTypeLong
+	return strconv.Itoa(n)
+}
+
+// brokerConfigs lists the broker configs floe has, with the values it runs
+// with, sorted by name. Every one is read-only: floe reads its settings at
+// startup and changes none at runtime.
+func (a *Agent) brokerConfigs() []describedConfig {
+	static, def := kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigSourceDefaultConfig
+	long, integer, str, boolean := kmsg.ConfigTypeLong, kmsg.ConfigTypeInt, kmsg.ConfigTypeString, kmsg.ConfigTypeBoolean
+	cfg := &a.cfg
+	topicDefault := func(topicName string) (string, string) {
+		d := topicConfigDefs[topicName]
+		return d.def, d.doc
+	}
+	cs := []describedConfig{
+		{name: "auto.create.topics.enable", value: strconv.FormatBool(cfg.AutoCreateTopics), source: static, typ: boolean,
+			doc: "Metadata requests create the unknown topics they name (the agent's --auto-create-topics)."},
+		{name: "broker.id", value: strconv.Itoa(int(a.self.NodeID)), source: static, typ: integer,
+			doc: "This agent's node id, assigned by the metadata store when it registered."},
+		{name: "node.id", value: strconv.Itoa(int(a.self.NodeID)), source: static, typ: integer,
+			doc: "This agent's node id, assigned by the metadata store when it registered."},
+		{name: "broker.rack", value: cfg.Zone, source: static, typ: str,
+			doc: "This agent's zone (--zone); clients naming a zone in their client id are pointed at agents in it."},
+		{name: "default.replication.factor", value: "1", source: def, typ: integer,
+			doc: "Partitions are reported with one replica: object storage replicates."},
+		{name: "num.partitions", value: strconv.Itoa(int(cfg.DefaultPartitions)), source: static, typ: integer,
+			doc: "Partitions of auto-created topics and of CreateTopics asking for the default."},
+		{name: "socket.request.max.bytes", value: strconv.Itoa(int(cfg.MaxRequestSize)), source: static, typ: integer,
+			doc: "The largest request frame; a larger one closes the connection."},
+		{name: "connections.max.idle.ms", value: millis(cfg.ConnectionsMaxIdle), source: static, typ: long,
+			doc: "Connections that send no request for this long are closed (0: never)."},
+		{name: "max.connections", value: orMaxInt(cfg.MaxConnections), source: static, typ: integer,
+			doc: "Open Kafka connections this agent accepts."},
+		{name: "max.connections.per.ip", value: orMaxInt(cfg.MaxConnectionsPerIP), source: static, typ: integer,
+			doc: "Open Kafka connections this agent accepts from one address."},
+		{name: "queued.max.requests", value: strconv.Itoa(cfg.QueuedMaxRequests), source: static, typ: integer,
+			doc: "Requests one connection may have in flight; its reader waits beyond (per connection in floe, not per broker)."},
+		{name: "fetch.max.bytes", value: strconv.Itoa(int(cfg.FetchMaxBytes)), source: static, typ: integer,
+			doc: "The most record bytes one Fetch answer holds, whatever the client asks (at least one batch is returned)."},
+		{name: "offsets.retention.minutes", value: strconv.FormatInt(int64(a.coord.retention/time.Minute), 10), source: def, typ: integer,
+			doc: "Offsets of a group that stays empty this long are removed."},
+		{name: "group.min.session.timeout.ms", value: millis(a.coord.gcfg.MinSessionTimeout), source: static, typ: integer,
+			doc: "The shortest session timeout a classic group member may ask for (INVALID_SESSION_TIMEOUT below it)."},
+		{name: "group.max.session.timeout.ms", value: millis(a.coord.gcfg.MaxSessionTimeout), source: static, typ: integer,
+			doc: "The longest session timeout a classic group member may ask for (INVALID_SESSION_TIMEOUT above it)."},
+		{name: "group.initial.rebalance.delay.ms", value: millis(a.coord.gcfg.InitialRebalanceDelay), source: static, typ: integer,
+			doc: "A new classic group waits this long for more members before its first generation."},
+		{name: "group.consumer.session.timeout.ms", value: millis(a.coord.ccfg.SessionTimeout), source: def, typ: integer,
+			doc: "KIP-848 consumer group members that send no heartbeat for this long are removed."},
+		{name: "group.consumer.heartbeat.interval.ms", value: millis(a.coord.ccfg.HeartbeatInterval), source: def, typ: integer,
+			doc: "The heartbeat interval KIP-848 consumer group members are told to keep."},
+		{name: "transaction.max.timeout.ms", value: millis(txnMaxTimeout), source: def, typ: integer,
+			doc: "The longest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."},
+		{name: "log.cleaner.enable", value: "true", source: def, typ: boolean,
+			doc: "The compactor key-compacts topics whose cleanup.policy includes compact (when a compactor runs: floe dev runs one, floe agent does not)."},
+		{name: "log.cleaner.backoff.ms", value: "10000", source: def, typ: long,
+			doc: "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)." + fmt.Sprintf(compactorDefault, "--interval", "interval")},
+	}
+	// Broker defaults of topic configs floe enforces or fixes; the disk and
+	// replica settings floe has no concept of are left out.
+	for _, tc := range []struct{ broker, topic string }{
+		{"log.cleanup.policy", "cleanup.policy"},
+		{"log.retention.ms", "retention.ms"},
+		{"log.retention.bytes", "retention.bytes"},
+		{"log.cleaner.delete.retention.ms", "delete.retention.ms"},
+		{"log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio"},
+		{"log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"},
+		{"log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"},
+		{"message.max.bytes", "max.message.bytes"},
+		{"compression.type", "compression.type"},
+		{"log.message.timestamp.type", "message.timestamp.type"},
+		{"log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms"},
+		{"log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms"},
+	} {
+		v, doc := topicDefault(tc.topic)
+		cs = append(cs, describedConfig{name: tc.broker, value: v, source: def, typ: topicConfigDefs[tc.topic].typ,
+			doc: "The default of the topic config " + tc.topic + ". " + doc})
+	}
+	for i := range cs {
+		cs[i].readOnly = true
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	return cs
+}
+
+// groupConfigs lists the KIP-848 group configs Kafka lets each group set:
+// in floe every group uses the coordinator's, which is also their synonym.
+func (a *Agent) groupConfigs() []describedConfig {
+	const doc = " Every group uses the coordinator's value; floe has no per-group configs, so IncrementalAlterConfigs refuses them."
+	cfg := func(name, broker string, d time.Duration, what string) describedConfig {
+		v := millis(d)
+		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		s.Name, s.Value, s.Source = broker, &v, kmsg.ConfigSourceDefaultConfig
+		return describedConfig{name: name, value: v, source: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeInt,
+			readOnly: true, doc: what + doc, synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{s}}
+	}
+	return []describedConfig{
+		cfg("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", a.coord.ccfg.HeartbeatInterval,
+			"The heartbeat interval the group's members are told to keep."),
+		cfg("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", a.coord.ccfg.SessionTimeout,
+			"Members that send no heartbeat for this long are removed from the group."),
+	}
 }

@@ -36,6 +36,28 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleOffsetForLeaderEpoch(ctx, r)
 	case kmsg.DescribeConfigs:
 		return a.handleDescribeConfigs(ctx, r)
+	case kmsg.AlterConfigs:
+		return a.handleAlterConfigs(ctx, r)
+	case kmsg.IncrementalAlterConfigs:
+		return a.handleIncrementalAlterConfigs(ctx, r)
+	case kmsg.DescribeLogDirs:
+		return a.handleDescribeLogDirs(ctx, r)
+	case kmsg.DescribeProducers:
+		return a.handleDescribeProducers(ctx, r)
+	case kmsg.DescribeTopicPartitions:
+		return a.handleDescribeTopicPartitions(ctx, r)
+	case kmsg.ElectLeaders:
+		return a.handleElectLeaders(ctx, r)
+	case kmsg.AlterPartitionAssignments:
+		return a.handleAlterPartitionReassignments(ctx, r)
+	case kmsg.ListPartitionReassignments:
+		return a.handleListPartitionReassignments(ctx, r)
+	case kmsg.UpdateFeatures:
+		return a.handleUpdateFeatures(ctx, r)
+	case kmsg.DescribeClientQuotas:
+		return a.handleDescribeClientQuotas(ctx, r)
+	case kmsg.AlterClientQuotas:
+		return a.handleAlterClientQuotas(ctx, r)
 	case kmsg.CreatePartitions:
 		return a.handleCreatePartitions(ctx, r)
 	case kmsg.InitProducerID:

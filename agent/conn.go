@@ -337,6 +337,17 @@ func (c *conn) setReadDeadline(t time.Time) {
 // unsupported answers requests at versions we do not handle. It returns
 // (nil, true) when the connection must be closed, as Kafka does for
 // requests it cannot parse.
+//
+// Kafka 4 answers only one such request: ApiVersions at any version
+// (KIP-511: a v0 body with UNSUPPORTED_VERSION and its ranges). Its socket
+// server checks every other header before the request reaches a handler
+// (SocketServer.parseRequestHeader, ApiVersionManager.isApiEnabled) and
+// closes the connection, without an answer, on an api key it does not
+// know, on a key it knows that this listener does not serve (a
+// controller-only key sent to a broker), and on a version outside the
+// key's range, Produce v0–v2 included, which it advertises for librdkafka
+// but does not handle (KAFKA-18659). floe does the same, so a client sees
+// what a Kafka broker would do.
 func (c *conn) unsupported(hdr kafkaproto.RequestHeader) (kmsg.Response, bool) {
 	if apis.Supported(hdr.APIKey, hdr.APIVersion) {
 		return nil, false
@@ -349,7 +360,11 @@ func (c *conn) unsupported(hdr kafkaproto.RequestHeader) (kmsg.Response, bool) {
 		resp.ApiKeys = apis.ApiVersionsKeys()
 		return resp, true
 	}
-	c.log.Warn("closing connection: unsupported api version", "api_key", hdr.APIKey, "version", hdr.APIVersion)
+	why := "unsupported api version"
+	if _, ok := apis.Lookup(hdr.APIKey); !ok {
+		why = "api key not served"
+	}
+	c.log.Warn("closing connection: "+why, "api_key", hdr.APIKey, "api", kmsg.NameForKey(hdr.APIKey), "version", hdr.APIVersion)
 	return nil, true
 }
 

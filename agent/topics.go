@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/time/rate"
 
 	"floe/metadata"
@@ -298,30 +301,13 @@ func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, co
 	return context.WithTimeout(ctx, d)
 }
 
-// Topic config defaults, as a Kafka broker reports them.
-var topicConfigDefaults = map[string]string{
-	"cleanup.policy":                      "delete",
-	"compression.type":                    "producer",
-	"delete.retention.ms":                 "86400000",
-	"max.message.bytes":                   "1048588",
-	"message.timestamp.type":              "CreateTime",
-	"min.insync.replicas":                 "1",
-	"retention.bytes":                     "-1",
-	"retention.ms":                        "604800000",
-	"segment.bytes":                       "1073741824",
-	"segment.ms":                          "604800000",
-	"message.timestamp.difference.max.ms": "9223372036854775807",
-	"min.cleanable.dirty.ratio":           "0.5",
-	"unclean.leader.election.enable":      "false",
-}
-
 // topicConfig returns a config's effective value and whether it was set on
 // the topic explicitly.
 func topicConfig(t metadata.Topic, name string) (string, bool) {
 	if v, ok := t.Configs[name]; ok {
 		return v, true
 	}
-	return topicConfigDefaults[name], false
+	return topicConfigDefs[name].def, false
 }
 
 // maxMessageBytes is the topic's max.message.bytes.
@@ -332,4 +318,276 @@ func maxMessageBytes(t metadata.Topic) int64 {
 		return 1048588
 	}
 	return n
+}
+
+// configEffect is what floe does with a topic config.
+type configEffect uint8
+
+const (
+	// enforced configs are applied: by the produce path (max.message.bytes,
+	// cleanup.policy's required keys) or by the compactor (retention and
+	// key compaction), which reads every topic's configs from the store
+	// each round, so a change takes effect at the next round.
+	enforced configEffect = iota
+	// inert configs tune disks, segments, flushes or replicas, which a
+	// diskless broker does not have: any valid value is stored and
+	// reported, and changes nothing.
+	inert
+	// fixed configs would change what clients observe in ways floe does not
+	// implement: only the value floe behaves by is accepted, so no topic
+	// reports a setting it does not get.
+	fixed
+)
+
+// topicConfigDef is what floe knows of one Kafka topic config: the ones
+// Kafka 4's LogConfig defines. Names outside this table are not Kafka topic
+// configs; AlterConfigs refuses them, as Kafka does.
+type topicConfigDef struct {
+	typ kmsg.ConfigType
+	// def is the value floe applies when the topic sets none.
+	def string
+	// broker is the broker config Kafka takes the default from, reported as
+	// the default's synonym ("" when Kafka has none).
+	broker string
+	effect configEffect
+	// check returns why a value's type or range is refused, or ""; nil
+	// accepts any string.
+	check func(string) string
+	doc   string
+}
+
+// compactorDefault ends the doc of configs whose broker default is a
+// compactor setting: the agent is not told the compactor's flags, so it
+// reports the compactor's production default.
+const compactorDefault = " The default is the compactor's; this agent reports the compactor's production default, which its flag %s changes (floe dev: --compactor-%s)."
+
+var topicConfigDefs = map[string]topicConfigDef{
+	"cleanup.policy": {typ: kmsg.ConfigTypeList, def: "delete", broker: "log.cleanup.policy", effect: enforced,
+		check: listOf("compact", "delete"),
+		doc:   "delete: the compactor drops records past retention.ms or retention.bytes. compact: it keeps the newest record of each key, and produce refuses records without a key. Both may be given."},
+	"retention.ms": {typ: kmsg.ConfigTypeLong, def: "604800000", broker: "log.retention.ms", effect: enforced,
+		check: longBetween(-1, math.MaxInt64),
+		doc:   "With cleanup.policy delete, the compactor advances the log start past index rows whose newest record is older than this; -1 keeps records forever." + fmt.Sprintf(compactorDefault, "--retention", "retention")},
+	"retention.bytes": {typ: kmsg.ConfigTypeLong, def: "-1", broker: "log.retention.bytes", effect: enforced,
+		check: longBetween(math.MinInt64, math.MaxInt64),
+		doc:   "With cleanup.policy delete, the compactor drops a partition's oldest index rows while the rest still hold this many bytes; -1 means no limit." + fmt.Sprintf(compactorDefault, "--retention-bytes", "retention-bytes")},
+	"delete.retention.ms": {typ: kmsg.ConfigTypeLong, def: "86400000", broker: "log.cleaner.delete.retention.ms", effect: enforced,
+		check: longBetween(0, math.MaxInt64),
+		doc:   "How long key compaction keeps a tombstone (a record with a null value) once it is the newest record of its key." + fmt.Sprintf(compactorDefault, "--delete-retention", "delete-retention")},
+	"min.cleanable.dirty.ratio": {typ: kmsg.ConfigTypeDouble, def: "0.5", broker: "log.cleaner.min.cleanable.ratio", effect: enforced,
+		check: doubleBetween(0, 1),
+		doc:   "Key compaction rewrites a partition once the bytes written since its last compaction are at least this share of it (or max.compaction.lag.ms has passed)."},
+	"max.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, def: "600000", broker: "log.cleaner.max.compaction.lag.ms", effect: enforced,
+		check: longBetween(1, math.MaxInt64),
+		doc:   "Key compaction rewrites a partition whose oldest uncompacted object is this old, whatever min.cleanable.dirty.ratio says." + fmt.Sprintf(compactorDefault, "--max-wait", "max-wait")},
+	"max.message.bytes": {typ: kmsg.ConfigTypeInt, def: "1048588", broker: "message.max.bytes", effect: enforced,
+		check: longBetween(0, math.MaxInt32),
+		doc:   "The largest record batch produce accepts for this topic (MESSAGE_TOO_LARGE beyond it), as compressed by the producer."},
+
+	"compression.type": {typ: kmsg.ConfigTypeString, def: "producer", broker: "compression.type", effect: fixed,
+		check: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+		doc:   "floe stores batches byte for byte as the producer compressed them: only producer is accepted."},
+	"message.timestamp.type": {typ: kmsg.ConfigTypeString, def: "CreateTime", broker: "log.message.timestamp.type", effect: fixed,
+		check: oneOf("CreateTime", "LogAppendTime"),
+		doc:   "floe keeps the producer's timestamps: only CreateTime is accepted."},
+	"message.timestamp.before.max.ms": {typ: kmsg.ConfigTypeLong, def: "9223372036854775807", broker: "log.message.timestamp.before.max.ms", effect: fixed,
+		check: longBetween(0, math.MaxInt64),
+		doc:   "floe accepts records with any timestamp: only the maximum (no check) is accepted."},
+	"message.timestamp.after.max.ms": {typ: kmsg.ConfigTypeLong, def: "9223372036854775807", broker: "log.message.timestamp.after.max.ms", effect: fixed,
+		check: longBetween(0, math.MaxInt64),
+		doc:   "floe accepts records with any timestamp: only the maximum (no check) is accepted."},
+	"message.timestamp.difference.max.ms": {typ: kmsg.ConfigTypeLong, def: "9223372036854775807", broker: "log.message.timestamp.difference.max.ms", effect: fixed,
+		check: longBetween(0, math.MaxInt64),
+		doc:   "floe accepts records with any timestamp: only the maximum (no check) is accepted."},
+	"min.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, def: "0", broker: "log.cleaner.min.compaction.lag.ms", effect: fixed,
+		check: longBetween(0, math.MaxInt64),
+		doc:   "Key compaction may compact records of any age: only 0 is accepted."},
+	"remote.storage.enable": {typ: kmsg.ConfigTypeBoolean, def: "false", effect: fixed, check: boolean,
+		doc: "Kafka's tiered storage: floe keeps every record in object storage already, without a remote log manager, so only false is accepted."},
+
+	"segment.bytes": {typ: kmsg.ConfigTypeInt, def: "1073741824", broker: "log.segment.bytes", effect: inert,
+		check: longBetween(14, math.MaxInt32), doc: "No effect: floe has no log segments; agents cut one object per flush and the compactor merges them."},
+	"segment.ms": {typ: kmsg.ConfigTypeLong, def: "604800000", broker: "log.roll.ms", effect: inert,
+		check: longBetween(1, math.MaxInt64), doc: "No effect: floe has no log segments to roll."},
+	"segment.jitter.ms": {typ: kmsg.ConfigTypeLong, def: "0", broker: "log.roll.jitter.ms", effect: inert,
+		check: longBetween(0, math.MaxInt64), doc: "No effect: floe has no log segments to roll."},
+	"segment.index.bytes": {typ: kmsg.ConfigTypeInt, def: "10485760", broker: "log.index.size.max.bytes", effect: inert,
+		check: longBetween(4, math.MaxInt32), doc: "No effect: the object index lives in the metadata store."},
+	"index.interval.bytes": {typ: kmsg.ConfigTypeInt, def: "4096", broker: "log.index.interval.bytes", effect: inert,
+		check: longBetween(0, math.MaxInt32), doc: "No effect: the object index has one row per partition run of an object."},
+	"flush.messages": {typ: kmsg.ConfigTypeLong, def: "9223372036854775807", broker: "log.flush.interval.messages", effect: inert,
+		check: longBetween(1, math.MaxInt64), doc: "No effect: records are acknowledged once their object is in object storage and committed."},
+	"flush.ms": {typ: kmsg.ConfigTypeLong, def: "9223372036854775807", broker: "log.flush.interval.ms", effect: inert,
+		check: longBetween(0, math.MaxInt64), doc: "No effect: records are acknowledged once their object is in object storage and committed."},
+	"file.delete.delay.ms": {typ: kmsg.ConfigTypeLong, def: "60000", broker: "log.segment.delete.delay.ms", effect: inert,
+		check: longBetween(0, math.MaxInt64), doc: "No effect: the compactor deletes unreferenced objects after its own grace period."},
+	"preallocate": {typ: kmsg.ConfigTypeBoolean, def: "false", broker: "log.preallocate", effect: inert,
+		check: boolean, doc: "No effect: floe has no segment files."},
+	"min.insync.replicas": {typ: kmsg.ConfigTypeInt, def: "1", broker: "min.insync.replicas", effect: inert,
+		check: longBetween(1, math.MaxInt32), doc: "No effect: object storage replicates; every acknowledged record is in it."},
+	"unclean.leader.election.enable": {typ: kmsg.ConfigTypeBoolean, def: "false", broker: "unclean.leader.election.enable", effect: inert,
+		check: boolean, doc: "No effect: any agent serves any partition from object storage, so no replica can be behind."},
+	"leader.replication.throttled.replicas": {typ: kmsg.ConfigTypeList, def: "", effect: inert,
+		check: throttledReplicas, doc: "No effect: floe does not replicate between brokers."},
+	"follower.replication.throttled.replicas": {typ: kmsg.ConfigTypeList, def: "", effect: inert,
+		check: throttledReplicas, doc: "No effect: floe does not replicate between brokers."},
+	"local.retention.ms": {typ: kmsg.ConfigTypeLong, def: "-2", broker: "log.local.retention.ms", effect: inert,
+		check: longBetween(-2, math.MaxInt64), doc: "No effect: floe keeps no local log; retention.ms applies."},
+	"local.retention.bytes": {typ: kmsg.ConfigTypeLong, def: "-2", broker: "log.local.retention.bytes", effect: inert,
+		check: longBetween(-2, math.MaxInt64), doc: "No effect: floe keeps no local log; retention.bytes applies."},
+	"remote.log.copy.disable": {typ: kmsg.ConfigTypeBoolean, def: "false", effect: inert,
+		check: boolean, doc: "No effect: floe has no tiered storage."},
+	"remote.log.delete.on.disable": {typ: kmsg.ConfigTypeBoolean, def: "false", effect: inert,
+		check: boolean, doc: "No effect: floe has no tiered storage."},
+	"compression.gzip.level": {typ: kmsg.ConfigTypeInt, def: "-1", broker: "compression.gzip.level", effect: inert,
+		check: gzipLevel, doc: "No effect: floe never recompresses (compression.type is producer)."},
+	"compression.lz4.level": {typ: kmsg.ConfigTypeInt, def: "9", broker: "compression.lz4.level", effect: inert,
+		check: longBetween(1, 17), doc: "No effect: floe never recompresses (compression.type is producer)."},
+	"compression.zstd.level": {typ: kmsg.ConfigTypeInt, def: "3", broker: "compression.zstd.level", effect: inert,
+		check: longBetween(-131072, 22), doc: "No effect: floe never recompresses (compression.type is producer)."},
+}
+
+// checkTopicConfig validates a value for a topic config as Kafka's config
+// definitions would, plus floe's own rules. It returns why the value is
+// refused, in Kafka's words ("Invalid value … for configuration …: …"), or
+// "": a name that is no Kafka topic config, a value of the wrong type or
+// range, and a fixed config's other values are refused.
+func checkTopicConfig(name, value string) string {
+	d, ok := topicConfigDefs[name]
+	if !ok {
+		return "Unknown topic config name: " + name
+	}
+	if d.check != nil {
+		if why := d.check(value); why != "" {
+			return fmt.Sprintf("Invalid value %s for configuration %s: %s", value, name, why)
+		}
+	}
+	if err := validTopicConfig(name, value); err != nil {
+		return err.Error()
+	}
+	if d.effect == fixed && normalizeConfig(d.typ, value) != d.def {
+		return fmt.Sprintf("Invalid value %s for configuration %s: %s", value, name, d.doc)
+	}
+	return ""
+}
+
+// normalizeConfig is value as the config's type parses it (Kafka trims
+// numbers and booleans, and booleans are case-insensitive).
+func normalizeConfig(typ kmsg.ConfigType, value string) string {
+	switch typ {
+	case kmsg.ConfigTypeBoolean:
+		return strings.ToLower(strings.TrimSpace(value))
+	case kmsg.ConfigTypeInt, kmsg.ConfigTypeLong, kmsg.ConfigTypeShort:
+		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+	}
+	return strings.TrimSpace(value)
+}
+
+// The value checks return why a value is refused, in the words of Kafka's
+// ConfigDef validators, or "".
+
+// longBetween checks an integer config within [lo, hi] (hi also bounds
+// INT configs to 32 bits).
+func longBetween(lo, hi int64) func(string) string {
+	return func(v string) string {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case err != nil && hi == math.MaxInt32:
+			return "Not a number of type INT"
+		case err != nil:
+			return "Not a number of type LONG"
+		case n < lo:
+			return fmt.Sprintf("Value must be at least %d", lo)
+		case n > hi:
+			return fmt.Sprintf("Value must be no more than %d", hi)
+		}
+		return ""
+	}
+}
+
+func doubleBetween(lo, hi float64) func(string) string {
+	return func(v string) string {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) {
+			return "Not a number of type DOUBLE"
+		}
+		if f < lo || f > hi {
+			return fmt.Sprintf("Value must be between %g and %g", lo, hi)
+		}
+		return ""
+	}
+}
+
+func boolean(v string) string {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "false":
+		return ""
+	}
+	return "Expected value to be either true or false"
+}
+
+func oneOf(values ...string) func(string) string {
+	return func(v string) string {
+		if slices.Contains(values, strings.TrimSpace(v)) {
+			return ""
+		}
+		return "String must be one of: " + strings.Join(values, ", ")
+	}
+}
+
+// listOf checks a comma-separated list whose every element is one of values.
+func listOf(values ...string) func(string) string {
+	return func(v string) string {
+		for _, e := range strings.Split(v, ",") {
+			if !slices.Contains(values, strings.TrimSpace(e)) {
+				return "String must be one of: " + strings.Join(values, ", ")
+			}
+		}
+		return ""
+	}
+}
+
+// throttledReplicas checks Kafka's throttled replica lists: empty, "*", or
+// partition:broker pairs.
+func throttledReplicas(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "*" {
+		return ""
+	}
+	for _, e := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(e), ":")
+		_, perr := strconv.ParseUint(p, 10, 31)
+		_, berr := strconv.ParseUint(b, 10, 31)
+		if !ok || perr != nil || berr != nil {
+			return "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+		}
+	}
+	return ""
+}
+
+// gzipLevel is Kafka's gzip level range: 1 to 9, or -1 for the default.
+func gzipLevel(v string) string {
+	if why := longBetween(-1, 9)(v); why != "" {
+		return why
+	}
+	if strings.TrimSpace(v) == "0" {
+		return "Value must be between 1 and 9, or -1"
+	}
+	return ""
+}
+
+// isListConfig reports whether APPEND and SUBTRACT apply to a config.
+func isListConfig(name string) bool {
+	return topicConfigDefs[name].typ == kmsg.ConfigTypeList
+}
+
+// topicConfigType is a config's type for DescribeConfigs; names outside
+// the table (stored as given by CreateTopics) are strings.
+func topicConfigType(name string) kmsg.ConfigType {
+	if d, ok := topicConfigDefs[name]; ok {
+		return d.typ
+	}
+	return kmsg.ConfigTypeString
 }

@@ -1,0 +1,45 @@
+package agent
+
+// AlterConfigs (key 33), versions 0–2: Kafka's legacy, non-incremental
+// config change. Each resource's configs become exactly the ones given:
+// on a topic, configs not named are removed (reverting to their defaults),
+// in one store transaction. The checks and answers are
+// IncrementalAlterConfigs' (44_incremental_alter_configs.go) for a request
+// of SETs, with Kafka's differences: a null value is INVALID_REQUEST,
+// broker loggers are an unknown resource type (Kafka never served them
+// here), and a broker or group resource given no configs succeeds (it has
+// no dynamic configs to remove).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.AlterConfigs), AdvertisedMin: 0, HandledMin: 0, Max: 2})
+}
+
+func (a *Agent) handleAlterConfigs(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	rs := make([]alterRequest, len(req.Resources))
+	for i, rr := range req.Resources {
+		rs[i] = alterRequest{key: resourceKey{rr.ResourceType, rr.ResourceName}}
+		for _, c := range rr.Configs {
+			rs[i].changes = append(rs[i].changes, configChange{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
+		}
+	}
+	for i, err := range a.alterResources(ctx, rs, true, req.ValidateOnly) {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		if err != nil {
+			sr.ErrorCode = err.code.Code
+			sr.ErrorMessage = &err.msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}

@@ -1,0 +1,326 @@
+package agent
+
+// IncrementalAlterConfigs (key 44), versions 0–1.
+//
+// Each resource is checked as Kafka's broker and controller check it: a
+// resource named twice is INVALID_REQUEST for both, so are a config named
+// twice in one resource, a null value for anything but DELETE and an
+// unknown operation.
+//
+// Topics: SET, DELETE, and APPEND/SUBTRACT on list configs (APPEND to an
+// unset list starts from its default, as in Kafka; other types are
+// INVALID_CONFIG "Can't APPEND to key …"). Names that are no Kafka topic
+// config, values of the wrong type or range, and the values floe does not
+// implement of its fixed configs (topicConfigDefs) are INVALID_CONFIG in
+// Kafka's words; the empty name is INVALID_REQUEST, an illegal one
+// INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
+// The change is one store transaction on the stored configs
+// (Store.UpdateTopicConfigs), so concurrent APPENDs lose nothing. What is
+// stored takes effect: the produce path reads the topic's configs through
+// the topic cache (this agent's cache is invalidated at once, other
+// agents' within TopicCacheTTL) and the compactor reads them from the
+// store every round. ValidateOnly checks everything against the stored
+// configs and stores nothing.
+//
+// Brokers: floe changes no broker config at runtime, so every SET, APPEND
+// or SUBTRACT is INVALID_REQUEST "Cannot update these configs
+// dynamically", the answer Kafka gives for its read-only broker configs;
+// a DELETE succeeds, as there is no dynamic value to remove. The resource
+// name must be "" or this agent's node id (INVALID_REQUEST otherwise).
+//
+// Groups (KIP-848 group configs): the coordinator applies one session
+// timeout and heartbeat interval to every group, so a change is
+// INVALID_CONFIG naming them; DELETE succeeds. Broker loggers: floe has no
+// named loggers, INVALID_CONFIG. Client metrics subscriptions (KIP-714)
+// and other types: INVALID_REQUEST.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.IncrementalAlterConfigs), AdvertisedMin: 0, HandledMin: 0, Max: 1})
+}
+
+// configChange is one change an alter asks of a resource's configs.
+type configChange struct {
+	name  string
+	op    kmsg.IncrementalAlterConfigOp
+	value *string // nil only for DELETE
+}
+
+// alterError is a resource's answer: a Kafka code and its message.
+type alterError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *alterError) Error() string { return e.msg }
+
+func alterErr(code *kerr.Error, format string, args ...any) *alterError {
+	return &alterError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// resourceKey identifies a config resource within one request.
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// alterRequest is one resource of an AlterConfigs or
+// IncrementalAlterConfigs request.
+type alterRequest struct {
+	key     resourceKey
+	changes []configChange
+}
+
+func (a *Agent) handleIncrementalAlterConfigs(ctx context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	rs := make([]alterRequest, len(req.Resources))
+	for i, rr := range req.Resources {
+		rs[i] = alterRequest{key: resourceKey{rr.ResourceType, rr.ResourceName}}
+		for _, c := range rr.Configs {
+			rs[i].changes = append(rs[i].changes, configChange{name: c.Name, op: c.Op, value: c.Value})
+		}
+	}
+	for i, err := range a.alterResources(ctx, rs, false, req.ValidateOnly) {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		if err != nil {
+			sr.ErrorCode = err.code.Code
+			sr.ErrorMessage = &err.msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// alterResources answers each resource of a request in order: nil or its
+// error. Resources named more than once are all refused, as Kafka refuses
+// them: "Each resource must appear at most once."
+func (a *Agent) alterResources(ctx context.Context, rs []alterRequest, replace, validateOnly bool) []*alterError {
+	seen := make(map[resourceKey]int, len(rs))
+	for _, r := range rs {
+		seen[r.key]++
+	}
+	out := make([]*alterError, len(rs))
+	for i, r := range rs {
+		if seen[r.key] > 1 {
+			out[i] = alterErr(kerr.InvalidRequest, "Each resource must appear at most once.")
+			continue
+		}
+		out[i] = a.alterResource(ctx, r.key.typ, r.key.name, r.changes, replace, validateOnly)
+	}
+	return out
+}
+
+// alterResource applies changes to one resource, or checks them when
+// validateOnly. replace (legacy AlterConfigs) makes the changes, all SETs,
+// the resource's whole set of configs.
+func (a *Agent) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, changes []configChange, replace, validateOnly bool) *alterError {
+	if err := checkChanges(changes); err != nil {
+		return err
+	}
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		return a.alterTopicConfigs(ctx, name, changes, replace, validateOnly)
+	case kmsg.ConfigResourceTypeBroker:
+		if name != "" {
+			if code, msg := a.checkBrokerName(name); code != nil {
+				return &alterError{code, msg}
+			}
+		}
+		if set := setNames(changes); len(set) > 0 {
+			return alterErr(kerr.InvalidRequest, "Cannot update these configs dynamically: %s (floe reads its broker settings at startup; DescribeConfigs lists them)",
+				strings.Join(set, ", "))
+		}
+		return nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if name == "" {
+			return alterErr(kerr.InvalidRequest, "Group name must not be empty")
+		}
+		if set := setNames(changes); len(set) > 0 {
+			gc := a.groupConfigs()
+			return alterErr(kerr.InvalidConfig, "floe does not support per-group configs (%s): every group uses %s=%s and %s=%s",
+				strings.Join(set, ", "), gc[0].name, gc[0].value, gc[1].name, gc[1].value)
+		}
+		return nil
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if !replace {
+			if set := setNames(changes); len(set) > 0 {
+				return alterErr(kerr.InvalidConfig, "floe has no named loggers to set (%s): its log level is the --log-level flag", strings.Join(set, ", "))
+			}
+			return nil
+		}
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return alterErr(kerr.InvalidRequest, "floe has no client metrics subscriptions (KIP-714)")
+	}
+	return alterErr(kerr.InvalidRequest, "Unknown resource type %d", typ)
+}
+
+// checkChanges applies Kafka's request-level checks to one resource's
+// changes: no name twice, no null value outside DELETE, known operations.
+func checkChanges(changes []configChange) *alterError {
+	seen := make(map[string]bool, len(changes))
+	var nulls []string
+	for _, c := range changes {
+		if seen[c.name] {
+			return alterErr(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
+		seen[c.name] = true
+		if c.op != kmsg.IncrementalAlterConfigOpDelete && c.value == nil {
+			nulls = append(nulls, c.name)
+		}
+	}
+	if len(nulls) > 0 {
+		return alterErr(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+	}
+	for _, c := range changes {
+		switch c.op {
+		case kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete,
+			kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+		default:
+			return alterErr(kerr.InvalidRequest, "Unknown operations type %d", c.op)
+		}
+	}
+	return nil
+}
+
+// setNames lists the configs changes would give a value (anything but
+// DELETE).
+func setNames(changes []configChange) []string {
+	var names []string
+	for _, c := range changes {
+		if c.op != kmsg.IncrementalAlterConfigOpDelete {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
+// alterTopicConfigs changes a topic's configs in one store transaction.
+func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []configChange, replace, validateOnly bool) *alterError {
+	if topic == "" {
+		return alterErr(kerr.InvalidRequest, "Default topic resources are not allowed.")
+	}
+	if err := validTopicName(topic); err != nil {
+		return alterErr(kerr.InvalidTopicException, "%s", err.Error())
+	}
+	// Values set outright are checked before the topic is looked up, as
+	// Kafka validates before it checks existence.
+	for _, c := range changes {
+		switch c.op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if why := checkTopicConfig(c.name, *c.value); why != "" {
+				return alterErr(kerr.InvalidConfig, "%s", why)
+			}
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if !isListConfig(c.name) {
+				return alterErr(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(c.op), c.name)
+			}
+		}
+	}
+	update := func(cur map[string]string) (map[string]string, error) {
+		next, err := applyTopicChanges(cur, changes, replace)
+		if err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	var err error
+	if validateOnly {
+		var t metadata.Topic
+		if t, err = a.store.Topic(ctx, topic); err == nil {
+			_, err = update(maps.Clone(t.Configs))
+		}
+	} else {
+		err = a.store.UpdateTopicConfigs(ctx, topic, update)
+		a.topics.invalidate()
+	}
+	var ae *alterError
+	switch {
+	case err == nil:
+		if !validateOnly {
+			a.log.Info("topic configs altered", "topic", topic, "changes", len(changes))
+		}
+		return nil
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, metadata.ErrUnknownTopic):
+		return alterErr(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
+	}
+	code, msg := a.adminStoreError(ctx, "alter topic configs", topic, err)
+	return &alterError{code, msg}
+}
+
+// applyTopicChanges computes a topic's configs after changes, from its
+// stored configs cur (changed in place), and checks what APPEND and
+// SUBTRACT produced. With replace the result is exactly the changes.
+func applyTopicChanges(cur map[string]string, changes []configChange, replace bool) (map[string]string, *alterError) {
+	if cur == nil || replace {
+		cur = map[string]string{}
+	}
+	for _, c := range changes {
+		switch c.op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			cur[c.name] = *c.value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(cur, c.name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			v, ok := cur[c.name]
+			if !ok {
+				v = topicConfigDefs[c.name].def
+			}
+			parts := listParts(v)
+			for _, e := range strings.Split(*c.value, ",") {
+				if c.op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(parts, e) {
+					parts = append(parts, e)
+				} else if c.op == kmsg.IncrementalAlterConfigOpSubtract {
+					parts = slices.DeleteFunc(parts, func(p string) bool { return p == e })
+				}
+			}
+			next := strings.Join(parts, ",")
+			if why := checkTopicConfig(c.name, next); why != "" {
+				return nil, alterErr(kerr.InvalidConfig, "%s", why)
+			}
+			cur[c.name] = next
+		}
+	}
+	return cur, nil
+}
+
+// listParts splits a list config's value, dropping empty elements, as
+// Kafka does before APPEND and SUBTRACT.
+func listParts(v string) []string {
+	var parts []string
+	for _, p := range strings.Split(v, ",") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+func opName(op kmsg.IncrementalAlterConfigOp) string {
+	switch op {
+	case kmsg.IncrementalAlterConfigOpAppend:
+		return "APPEND"
+	case kmsg.IncrementalAlterConfigOpSubtract:
+		return "SUBTRACT"
+	}
+	return op.String()
+}

@@ -1,0 +1,25 @@
+package agent
+
+// ListPartitionReassignments (key 46), version 0 (KIP-455).
+//
+// floe never reassigns partitions (45_alter_partition_reassignments.go),
+// so no reassignment is ever in progress: the answer lists none, for
+// every topic or the ones named, as Kafka answers when none is under way
+// (it leaves out topics it does not know, too).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+)
+
+func init() {
+	apis.Register(kafkaproto.Versions{Key: int16(kmsg.ListPartitionReassignments), AdvertisedMin: 0, HandledMin: 0, Max: 0})
+}
+
+func (a *Agent) handleListPartitionReassignments(_ context.Context, r *request) (kmsg.Response, error) {
+	req := r.req.(*kmsg.ListPartitionReassignmentsRequest)
+	return req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse), nil
+}

@@ -2,11 +2,25 @@ package agent
 
 // CreateTopics (key 19), versions 0–7.
 //
-// Partition count -1 means the agent default. Replication is the object
-// store's business, so any replication factor (or -1) is accepted and
-// reported as 1; manual replica assignments are accepted and ignored beyond
-// their partition count. Configs are stored as given; validate-only checks
-// everything and creates nothing. v7 answers carry the topic id.
+// Partition count -1 means the agent default. Configs are stored as given;
+// validate-only checks everything and creates nothing. v7 answers carry the
+// topic id.
+//
+// Replication factor (docs/compatibility.md): a partition's one copy is in
+// object storage and no agent holds a replica, so every topic has
+// replication factor 1: one replica, its leader, always in sync, reported
+// alike here, in Metadata and in DescribeConfigs (default.replication.factor,
+// min.insync.replicas). A requested factor is accepted, and answered as 1,
+// from 1 up to maxReplicationFactor (3, or the number of live agents if
+// more), so that applications creating topics for a 3-broker Kafka run
+// unchanged on one agent; -1 means the default (1). 0, below -1 and beyond
+// that bound are INVALID_REPLICATION_FACTOR, as Kafka answers a factor it
+// cannot place (kafka-python, confluent-kafka-python and confluent-kafka-go
+// create one of "brokers + 10" and expect it). A manual replica assignment
+// is checked as Kafka's ReplicationControlManager checks it (factor and
+// partition count -1, partitions 0…n-1 each named once, non-empty lists of
+// distinct listed node ids, one length for all: INVALID_REQUEST or
+// INVALID_REPLICA_ASSIGNMENT) and then gives only the partition count.
 //
 // Limits: a topic of more than MaxPartitionsPerTopic partitions is
 // INVALID_PARTITIONS; one that would take the cluster past MaxTopics or
@@ -25,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -78,12 +93,17 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if err := validTopicName(rt.Topic); err != nil {
 		return kerr.InvalidTopicException, err.Error()
 	}
+	// Kafka's order (ReplicationControlManager.createTopic): the manual
+	// assignment, or the factor, then the partition count, then whether
+	// the factor can be placed.
 	partitions := rt.NumPartitions
 	if len(rt.ReplicaAssignment) > 0 {
-		if partitions != -1 {
-			return kerr.InvalidRequest, "both partition count and replica assignment given"
+		if code, msg := a.checkReplicaAssignment(rt); code != nil {
+			return code, msg
 		}
 		partitions = int32(min(len(rt.ReplicaAssignment), 1<<31-1))
+	} else if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
+		return kerr.InvalidReplicationFactor, "replication factor must be larger than 0, or -1 to use the default value"
 	}
 	if partitions == -1 {
 		partitions = a.cfg.DefaultPartitions
@@ -91,11 +111,13 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if partitions < 1 {
 		return kerr.InvalidPartitions, "number of partitions must be larger than 0"
 	}
+	if most := a.maxReplicationFactor(); int(rt.ReplicationFactor) > most {
+		return kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d is more than %d: floe keeps each partition's one copy "+
+			"in object storage and accepts a replication factor of at most %d, or the number of live agents if more",
+			rt.ReplicationFactor, most, replicationFactorFloor)
+	}
 	if code, msg := a.checkPartitionsPerTopic(rt.Topic, partitions); code != nil {
 		return code, msg
-	}
-	if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
-		return kerr.InvalidReplicationFactor, "replication factor must be larger than 0"
 	}
 	configs := make(map[string]string, len(rt.Configs))
 	for _, c := range rt.Configs {
@@ -163,6 +185,67 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 			c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
 		}
 		st.Configs = append(st.Configs, c)
+	}
+	return nil, ""
+}
+
+// replicationFactorFloor is the largest replication factor accepted
+// whatever the number of agents: 3, what production topics ask for, so an
+// application written for a 3-broker Kafka runs unchanged on one agent.
+const replicationFactorFloor = 3
+
+// maxReplicationFactor is the largest replication factor CreateTopics
+// accepts: replicationFactorFloor, or the number of live agents if more,
+// as Kafka accepts one up to its number of brokers.
+func (a *Agent) maxReplicationFactor() int {
+	return max(replicationFactorFloor, len(a.liveAgents()))
+}
+
+// checkReplicaAssignment applies Kafka's checks of a manual assignment
+// (ReplicationControlManager.createTopic, validateManualPartitionAssignment):
+// replication factor and partition count -1; each partition named once,
+// 0…n-1; each list non-empty, of distinct node ids this agent lists as
+// brokers, and as long as the others.
+func (a *Agent) checkReplicaAssignment(rt kmsg.CreateTopicsRequestTopic) (*kerr.Error, string) {
+	if rt.ReplicationFactor != -1 {
+		return kerr.InvalidRequest, "a manual partition assignment was specified, but replication factor was not set to -1"
+	}
+	if rt.NumPartitions != -1 {
+		return kerr.InvalidRequest, "a manual partition assignment was specified, but numPartitions was not set to -1"
+	}
+	live := a.liveAgents()
+	brokers := make(map[int32]bool)
+	for _, l := range append(slices.Clip(live), a.departedBrokers(live, "")...) {
+		brokers[l.NodeID] = true
+	}
+	seen := make(map[int32]bool, len(rt.ReplicaAssignment))
+	for _, ra := range rt.ReplicaAssignment {
+		if seen[ra.Partition] {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("found multiple manual partition assignments for partition %d", ra.Partition)
+		}
+		seen[ra.Partition] = true
+		if len(ra.Replicas) == 0 {
+			return kerr.InvalidReplicaAssignment, "the manual partition assignment includes an empty replica list"
+		}
+		ids := make(map[int32]bool, len(ra.Replicas))
+		for _, id := range ra.Replicas {
+			if !brokers[id] {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("the manual partition assignment includes broker %d, but no such broker is registered", id)
+			}
+			if ids[id] {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("the manual partition assignment includes the broker %d more than once", id)
+			}
+			ids[id] = true
+		}
+		if n := len(rt.ReplicaAssignment[0].Replicas); len(ra.Replicas) != n {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("the manual partition assignment includes a partition with %d replica(s), "+
+				"but this is not consistent with previous partitions, which have %d replica(s)", len(ra.Replicas), n)
+		}
+	}
+	for p := range int32(min(len(rt.ReplicaAssignment), 1<<31-1)) {
+		if !seen[p] {
+			return kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence"
+		}
 	}
 	return nil, ""
 }

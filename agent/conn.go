@@ -345,9 +345,9 @@ func (c *conn) setReadDeadline(t time.Time) {
 // closes the connection, without an answer, on an api key it does not
 // know, on a key it knows that this listener does not serve (a
 // controller-only key sent to a broker), and on a version outside the
-// key's range, Produce v0–v2 included, which it advertises for librdkafka
-// but does not handle (KAFKA-18659). floe does the same, so a client sees
-// what a Kafka broker would do.
+// key's range. floe does the same, so a client sees what a Kafka broker
+// would do. (Produce v0–v2 never get here: floe registers them as handled
+// and 00_produce.go answers them.)
 func (c *conn) unsupported(hdr kafkaproto.RequestHeader) (kmsg.Response, bool) {
 	if apis.Supported(hdr.APIKey, hdr.APIVersion) {
 		return nil, false

@@ -73,8 +73,7 @@ func (rc *rawConn) wantClosed(what string) {
 
 // TestUnsupportedRequestsCloseAsKafka: where Kafka 4's socket server
 // closes the connection without an answer, so does floe: an api key it
-// does not know, a key only controllers serve, a version above the range,
-// and Produce v0–v2, advertised for librdkafka but not handled.
+// does not know, a key only controllers serve, a version above the range.
 func TestUnsupportedRequestsCloseAsKafka(t *testing.T) {
 	ta := newTestAgent(t, nil)
 	for _, tc := range []struct {
@@ -85,7 +84,6 @@ func TestUnsupportedRequestsCloseAsKafka(t *testing.T) {
 		{"controller-only BrokerHeartbeat", int16(kmsg.BrokerHeartbeat), 0},
 		{"DescribeConfigs above its range", int16(kmsg.DescribeConfigs), 99},
 		{"IncrementalAlterConfigs above its range", int16(kmsg.IncrementalAlterConfigs), 2},
-		{"Produce v2", int16(kmsg.Produce), 2},
 	} {
 		rc := dialRaw(t, ta)
 		rc.sendHeader(tc.key, tc.version, 5)

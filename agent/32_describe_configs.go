@@ -255,6 +255,8 @@ func (a *Agent) brokerConfigs() []describedConfig {
 			doc: "This agent's zone (--zone); clients naming a zone in their client id are pointed at agents in it."},
 		{name: "default.replication.factor", value: "1", source: def, typ: integer,
 			doc: "Partitions are reported with one replica: object storage replicates."},
+		{name: "min.insync.replicas", value: "1", source: def, typ: integer,
+			doc: "Every topic has one replica in sync, its leader: object storage replicates, and every acknowledged record is in it."},
 		{name: "num.partitions", value: strconv.Itoa(int(cfg.DefaultPartitions)), source: static, typ: integer,
 			doc: "Partitions of auto-created topics and of CreateTopics asking for the default."},
 		{name: "socket.request.max.bytes", value: strconv.Itoa(int(cfg.MaxRequestSize)), source: static, typ: integer,

@@ -153,7 +153,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 			t.Errorf("%s: synonyms %+v", name, c.ConfigSynonyms)
 		}
 	}
-	for _, absent := range []string{"log.dirs", "log.segment.bytes", "num.replica.fetchers", "min.insync.replicas"} {
+	for _, absent := range []string{"log.dirs", "log.segment.bytes", "num.replica.fetchers", "log.flush.interval.ms"} {
 		if _, ok := cs[absent]; ok {
 			t.Errorf("%s is listed: floe has no such setting", absent)
 		}

@@ -235,6 +235,10 @@ func TestAdminAPIsKadmAndSarama(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		lres, err := e.adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "segment.ms", Value: sp("3600000")}, {Name: "retention.ms", Value: sp("86400000")}}, "adm")
+		if err != nil || lres[0].Err != nil {
+			t.Fatalf("kadm legacy AlterConfigs: %+v %v", lres, err)
+		}
 		if err := e.sarama.AlterConfig(sarama.TopicResource, "adm", map[string]*string{"segment.bytes": sp("52428800")}, false); err != nil {
 			t.Fatal(err)
 		}

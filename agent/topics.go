@@ -367,7 +367,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 		doc:   "delete: the compactor drops records past retention.ms or retention.bytes. compact: it keeps the newest record of each key, and produce refuses records without a key. Both may be given."},
 	"retention.ms": {typ: kmsg.ConfigTypeLong, def: "604800000", broker: "log.retention.ms", effect: enforced,
 		check: longBetween(-1, math.MaxInt64),
-		doc:   "With cleanup.policy delete, the compactor advances the log start past index rows whose newest record is older than this; -1 keeps records forever." + fmt.Sprintf(compactorDefault, "--retention", "retention") +
+		doc: "With cleanup.policy delete, the compactor advances the log start past index rows whose newest record is older than this; -1 keeps records forever." + fmt.Sprintf(compactorDefault, "--retention", "retention") +
 			" floe dev's compactor keeps records forever unless the topic sets retention.ms."},
 	"retention.bytes": {typ: kmsg.ConfigTypeLong, def: "-1", broker: "log.retention.bytes", effect: enforced,
 		check: longBetween(math.MinInt64, math.MaxInt64),

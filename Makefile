@@ -35,10 +35,75 @@ export FLOE_KGO_ALLOWED_SKIPS := TestShareGroup TestShareGroupETL TestShareGroup
 	TestSCRAMAuth TestSCRAMAuthBadCredentials TestOAuthAuth \
 	TestIssueProduceBrokerTooOldFailsRecords
 
+# segmentio/kafka-go's own tests, at the version floe's go.mod pins: the packages whose tests
+# talk to a broker, one test binary each (integration/kafkago_suite_test.go runs them against
+# floe dev on 127.0.0.1:9092, which the suite hard-codes).
+KAFKAGO_VERSION := v0.4.51
+KAFKAGO_DIR     := $(TOOLS)/kafka-go-$(KAFKAGO_VERSION)
+KAFKAGO_PKGS    := github.com/segmentio/kafka-go github.com/segmentio/kafka-go/compress \
+	github.com/segmentio/kafka-go/topics github.com/segmentio/kafka-go/sasl
+KAFKAGO_TEST    := $(KAFKAGO_DIR)/bin/kafka-go.test
+export FLOE_KAFKAGO_TEST_DIR := $(KAFKAGO_DIR)/bin
+export FLOE_KAFKAGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/segmentio/kafka-go@$(KAFKAGO_VERSION)
+# The suite's version gates compare against KAFKA_VERSION (unset, gated tests return early and
+# pass); 3.7.0 is the Kafka its docker-compose.yml and CI run.
+export FLOE_KAFKAGO_KAFKA_VERSION := 3.7.0
+
+# kafka-go tests (and subtests) that fail against floe, and why. The suite fails on any other
+# failure, and on a listed test that passes: take it off the list.
+# - issue 17, client quotas are not enforced yet: AlterClientQuotas answers POLICY_VIOLATION
+#   (floe stores no quota it would not enforce), so DescribeClientQuotas finds none.
+#     TestClientAlterClientQuotas
+# - issue 17, SASL, SCRAM credentials and ACLs are not implemented: the suite's SASL listener is
+#   localhost:9093 (nothing listens there); SCRAM credentials (50/51) and ACLs (29-31) are not
+#   served, and the connection is closed on them.
+#     TestSASL TestUnsupportedSASLMechanism TestWriter/writing_a_message_with_SASL_Plain_authentication
+#     TestAlterUserScramCredentials TestDescribeUserScramCredentials
+#     TestClientCreateACLs TestClientDeleteACLs TestClientDescribeACLs
+export FLOE_KAFKAGO_ALLOWED_FAILURES := TestClientAlterClientQuotas \
+	TestSASL TestUnsupportedSASLMechanism TestWriter/writing_a_message_with_SASL_Plain_authentication \
+	TestAlterUserScramCredentials TestDescribeUserScramCredentials \
+	TestClientCreateACLs TestClientDeleteACLs TestClientDescribeACLs
+
+# kafka-go tests that skip themselves, and why:
+# - skipped unconditionally by kafka-go ("only succeeds against kafka 0.10.1.0"; "doesn't work
+#   when the cluster is configured to auto-create topics").
+#     TestReadTruncatedMessages TestConsumerGroupWithMissingTopic
+# - skipped by kafka-go on Kafka >= 3.0 ("fails on Kafka version 3.0.0 or higher", a TODO of its
+#   transaction support). FLOE_KAFKAGO_KAFKA2_TESTS runs the first three again as on Kafka 2.8.1;
+#   they pass there. TestClientTxnOffsetCommit is not run again: it commits naming a group
+#   instance id its member never joined with, which Kafka 2.8 accepted and Kafka 3 (and floe)
+#   answer UNKNOWN_MEMBER_ID, as Kafka's validateCurrentMember does.
+#     TestClientAddOffsetsToTxn TestClientAddPartitionsToTxn TestClientInitProducerId
+#     TestClientTxnOffsetCommit
+export FLOE_KAFKAGO_ALLOWED_SKIPS := TestReadTruncatedMessages TestConsumerGroupWithMissingTopic \
+	TestClientAddOffsetsToTxn TestClientAddPartitionsToTxn TestClientInitProducerId \
+	TestClientTxnOffsetCommit
+export FLOE_KAFKAGO_KAFKA2_TESTS := TestClientAddOffsetsToTxn TestClientAddPartitionsToTxn \
+	TestClientInitProducerId
+
+# kafka-go tests left out (-test.skip) because their result says nothing about the broker:
+# - kafka-go bug, panics against any broker: getOffsets (reader_test.go) builds a ConsumerGroup
+#   without its connect function and calls it.
+#     TestReaderConsumerGroup/verify_offset_committed
+#     TestReaderConsumerGroup/verify_offset_committed_when_using_interval_committer
+#     TestReaderConsumerGroup/consumer_group_commits_on_close
+# - timing, not the broker: two readers of one group read 12 of 24 records each from 3
+#   partitions. That works only if the first reader has a generation to itself long enough to
+#   buffer records before the second joins (against franz-go's kfake, some runs). floe
+#   dev answers at once: the second JoinGroup arrives while the first reader's SyncGroup is
+#   pending, both share the next generation, and the range assignor leaves one of them one
+#   partition, 8 records, where it waits 30 s for 12. kafka-go calls these subtests brittle.
+#     TestReaderConsumerGroup/consumer_group_rebalance
+export FLOE_KAFKAGO_NOT_RUN := TestReaderConsumerGroup/verify_offset_committed \
+	TestReaderConsumerGroup/verify_offset_committed_when_using_interval_committer \
+	TestReaderConsumerGroup/consumer_group_commits_on_close \
+	TestReaderConsumerGroup/consumer_group_rebalance
+
 # Packages with concurrency, tested under the race detector.
 RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./internal/...
 
-.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test clean
+.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test kafka-go-test clean
 
 ## run: start floe on the embedded default (SQLite + ./floe-data) on 127.0.0.1:9092
 run: build
@@ -69,10 +134,10 @@ bench: build minio postgres
 	$(GO) run ./internal/bench/matrix --floe ./bin/floe --out docs
 
 ## compat: client compatibility only: franz-go's own kgo suite against floe dev and against two
-## agents on PostgreSQL + MinIO, and the client matrix (franz-go, sarama, kafka-go, kcat, kafkajs).
-## make test runs these too.
+## agents on PostgreSQL + MinIO, kafka-go's own suite against floe dev on 127.0.0.1:9092, and the
+## client matrix (franz-go, sarama, kafka-go, kcat, kafkajs). make test runs these too.
 compat: deps
-	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 40m -count=1 -v -run 'TestFranzGoSuite|TestCompat' ./integration/
+	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 40m -count=1 -v -run 'TestFranzGoSuite|TestKafkaGoSuite|TestCompat' ./integration/
 
 # Packages with fuzz targets; make fuzz runs every Fuzz* target in each.
 FUZZ_PKGS := ./kafkaproto ./storage ./agent
@@ -92,8 +157,9 @@ fuzz:
 		done; \
 	done
 
-## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries, franz-go's kgo suite
-deps: minio kcat postgres kgo-test
+## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries, franz-go's kgo suite,
+## kafka-go's suite
+deps: minio kcat postgres kgo-test kafka-go-test
 
 ## kgo-test: build franz-go's pkg/kgo integration test binary from the module cache into $(TOOLS)
 kgo-test: $(KGO_TEST)
@@ -102,6 +168,16 @@ $(KGO_TEST):
 	cd $(KGO_DIR) && { test -f go.mod || $(GO) mod init floe-kgo-suite; } \
 		&& $(GO) get github.com/twmb/franz-go/pkg/kgo@$(FRANZ_VERSION) \
 		&& $(GO) test -c -o kgo.test.tmp github.com/twmb/franz-go/pkg/kgo && mv kgo.test.tmp kgo.test
+
+## kafka-go-test: build segmentio/kafka-go's test binaries ($(KAFKAGO_PKGS)) from the module
+## cache into $(TOOLS), with the dependency versions kafka-go's own go.mod asks for
+kafka-go-test: $(KAFKAGO_TEST)
+$(KAFKAGO_TEST):
+	mkdir -p $(KAFKAGO_DIR)
+	cd $(KAFKAGO_DIR) && { test -f go.mod || $(GO) mod init floe-kafka-go-suite; } \
+		&& $(GO) get -t $(addsuffix @$(KAFKAGO_VERSION),$(KAFKAGO_PKGS)) \
+		&& rm -rf bin.tmp && $(GO) test -c -o bin.tmp/ $(KAFKAGO_PKGS) \
+		&& rm -rf bin && mv bin.tmp bin
 
 ## minio: build the pinned MinIO server once (about 15 minutes cold) into $(TOOLS)
 minio: $(MINIO_BIN)

@@ -248,15 +248,20 @@ func (a *Agent) Close(ctx context.Context) error {
 	stopAbort()
 	a.batcher.abortFlushes()
 
-	// Connections end once their writers have sent every answer; past ctx's
-	// deadline the requests still running are cancelled and the
-	// connections cut.
+	// Connections end once their writers have sent every answer. Past
+	// ctx's deadline the requests still running are cancelled, their
+	// answers (errors, mostly) get cutGrace to go out, and the connections
+	// are cut.
 	drained := make(chan struct{})
 	go func() { a.connWG.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-ctx.Done():
 		a.cancel()
+		select {
+		case <-drained:
+		case <-time.After(cutGrace):
+		}
 		a.connMu.Lock()
 		for c := range a.conns {
 			c.close()
@@ -282,6 +287,10 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.log.Info("agent stopped", "agent_id", a.id)
 	return nil
 }
+
+// cutGrace is how long Close lets cancelled requests' answers go out once
+// its context has ended, before it cuts the connections.
+const cutGrace = 500 * time.Millisecond
 
 // isClosing reports whether Close has begun.
 func (a *Agent) isClosing() bool {

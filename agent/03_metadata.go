@@ -8,7 +8,8 @@ package agent
 // partition over the live agents (over those in the client's zone when its
 // client id names one with floe_az=ZONE), which spreads clients'
 // connections. Every partition has leader epoch 0 and its leader as sole
-// replica and ISR.
+// replica and ISR: replication factor 1, the policy CreateTopics answers
+// (19_create_topics.go).
 //
 // Unknown topics are created when the agent allows auto-creation and the
 // request does (v4+ AllowAutoTopicCreation; always below v4, as in Kafka).

@@ -5,6 +5,11 @@ package agent
 // The leader's SyncGroup carries every member's assignment; followers'
 // answers are parked until it arrives. v3+ carry the instance id, v5+ the
 // protocol type and name (checked against the group's).
+//
+// As in Kafka (KafkaApis.handleSyncGroupRequest, then
+// GroupCoordinatorService.syncGroup), a v5+ request without its protocol
+// type or name is INCONSISTENT_GROUP_PROTOCOL, then an empty group id
+// INVALID_GROUP_ID, before the coordinator is looked for.
 
 import (
 	"context"
@@ -24,6 +29,14 @@ func init() {
 func (a *Agent) handleSyncGroup(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		return resp, nil
+	}
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
 	sr := group.SyncRequest{
 		MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation,
 		ProtocolType: deref(req.ProtocolType), Protocol: deref(req.Protocol),

@@ -144,3 +144,39 @@ func pinnedClient(t *testing.T, key, version int16, seeds ...string) *kgo.Client
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+// TestSyncGroupMandatoryFieldsAndGroupID: a v5 SyncGroup without its
+// protocol type or name, or one naming the empty group, was taken to the
+// coordinator; Kafka answers INCONSISTENT_GROUP_PROTOCOL for the first
+// (KafkaApis, before anything else) and INVALID_GROUP_ID for the second.
+func TestSyncGroupMandatoryFieldsAndGroupID(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name         string
+		version      int16
+		group        string
+		ptype, pname *string
+		want         *kerr.Error
+	}{
+		{"v5 without protocol type", 5, "g", nil, kmsg.StringPtr("range"), kerr.InconsistentGroupProtocol},
+		{"v5 without protocol name", 5, "g", kmsg.StringPtr("consumer"), nil, kerr.InconsistentGroupProtocol},
+		{"v5 without both, empty group", 5, "", nil, nil, kerr.InconsistentGroupProtocol},
+		{"v4 empty group", 4, "", nil, nil, kerr.InvalidGroupID},
+		{"v5 empty group", 5, "", kmsg.StringPtr("consumer"), kmsg.StringPtr("range"), kerr.InvalidGroupID},
+		{"v5 unknown member", 5, "g", kmsg.StringPtr("consumer"), kmsg.StringPtr("range"), kerr.UnknownMemberID},
+	} {
+		cl := pinnedClient(t, int16(kmsg.SyncGroup), tc.version, ta.KafkaAddr())
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = tc.version, tc.group, "m", 1
+		req.ProtocolType, req.Protocol = tc.ptype, tc.pname
+		resp, err := req.RequestWith(ctx, cl.Broker(int(ta.NodeID()))) // no FindCoordinator of ""
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != tc.want.Code {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(resp.ErrorCode), tc.want)
+		}
+	}
+}

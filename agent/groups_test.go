@@ -513,6 +513,7 @@ func TestGracefulHandOff(t *testing.T) {
 	}
 	syncReq := kmsg.NewPtrSyncGroupRequest()
 	syncReq.Group, syncReq.MemberID, syncReq.Generation = g, jr.MemberID, jr.Generation
+	syncReq.ProtocolType, syncReq.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range") // mandatory from v5
 	sa := kmsg.NewSyncGroupRequestGroupAssignment()
 	sa.MemberID, sa.MemberAssignment = jr.MemberID, []byte("assigned")
 	syncReq.GroupAssignment = append(syncReq.GroupAssignment, sa)

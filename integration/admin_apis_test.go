@@ -276,11 +276,12 @@ func TestAdminAPIsKadmAndSarama(t *testing.T) {
 		for _, c := range bc.Configs {
 			kv[c.Key] = c.MaybeValue()
 		}
-		bentries, err := e.sarama.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: self,
-			ConfigNames: []string{"message.max.bytes", "log.cleaner.min.cleanable.ratio", "broker.id"}})
-		if err != nil || len(bentries) != 3 {
-			t.Fatalf("sarama broker configs: %+v %v", bentries, err)
+		sres, err := e.sarama.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: self,
+			ConfigNames: []string{"message.max.bytes", "log.cleaner.min.cleanable.ratio", "broker.id"}}}, sarama.DescribeConfigsOptions{})
+		if err != nil || len(sres) != 1 || sres[0].ErrorCode != sarama.ErrNoError || len(sres[0].Configs) != 3 {
+			t.Fatalf("sarama broker configs: %+v %v", sres, err)
 		}
+		bentries := sres[0].Configs
 		for _, en := range bentries {
 			if !en.ReadOnly || en.Value != kv[en.Name] || en.Value == "" {
 				t.Fatalf("%s: sarama %+v, kadm %q", en.Name, en, kv[en.Name])

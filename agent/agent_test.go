@@ -38,7 +38,7 @@ type testAgent struct {
 
 // newTestAgent starts an agent on 127.0.0.1:0 over SQLite in a temp dir and
 // the given bucket (memory when nil), stopped at cleanup.
-func newTestAgent(t *testing.T, bucket storage.Bucket, opts ...func(*Config)) *testAgent {
+func newTestAgent(t testing.TB, bucket storage.Bucket, opts ...func(*Config)) *testAgent {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
@@ -75,7 +75,7 @@ func newTestAgent(t *testing.T, bucket storage.Bucket, opts ...func(*Config)) *t
 	return &testAgent{Agent: a, store: store, bucket: bucket}
 }
 
-func (ta *testAgent) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+func (ta *testAgent) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(ta.KafkaAddr())}, opts...)...)
 	if err != nil {
@@ -85,7 +85,7 @@ func (ta *testAgent) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func (ta *testAgent) createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32) {
+func (ta *testAgent) createTopic(t testing.TB, cl *kgo.Client, name string, partitions int32) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()

@@ -92,15 +92,16 @@ func TestCompatRound2JoinGroupSessionTimeoutFirst(t *testing.T) {
 }
 
 // TestCompatRound2InitialRebalanceDelayFlag: the initial rebalance delay
-// was a fixed 500 ms. floe dev has none (Kafka's config/server.properties
-// for development), --group-initial-rebalance-delay sets one.
+// was a fixed 500 ms. It is --group-initial-rebalance-delay now: 500 ms in
+// floe dev, Kafka's 3 s in floe agent, and what the flag says.
 func TestCompatRound2InitialRebalanceDelayFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args     []string
 		min, max time.Duration
 	}{
-		{nil, 0, time.Second},
-		{[]string{"--group-initial-rebalance-delay", "2s"}, 2 * time.Second, 5 * time.Second},
+		{nil, 500 * time.Millisecond, 2 * time.Second},
+		{[]string{"--group-initial-rebalance-delay", "0"}, 0, 400 * time.Millisecond},
+		{[]string{"--group-initial-rebalance-delay", "2500ms"}, 2500 * time.Millisecond, 5 * time.Second},
 	} {
 		p := startFloe(t, append([]string{"dev", "--data-dir", t.TempDir()}, tc.args...)...)
 		vs := kversion.Stable()

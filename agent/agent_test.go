@@ -48,11 +48,9 @@ func newTestAgent(t testing.TB, bucket storage.Bucket, opts ...func(*Config)) *t
 	if bucket == nil {
 		bucket = mem.New()
 	}
-	cfg := DefaultConfig()
+	cfg := DevConfig()
 	cfg.KafkaAddr = "127.0.0.1:0"
 	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.FlushInterval = 5 * time.Millisecond
-	cfg.AutoCreateTopics = true
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -160,3 +160,22 @@ func DefaultConfig() Config {
 		TopicCacheTTL:      time.Second,
 	}
 }
+
+// DevConfig returns the defaults of `floe dev` (and of the agent's own
+// tests): DefaultConfig with local latencies. Locally there is no PUT
+// latency to amortise, so objects flush almost at once, and topics are
+// created on first use. Groups: a new group's first generation after
+// 500 ms rather than 3 s, still long enough for the members a test starts
+// together to share it (with no delay, each joiner forces a rebalance of
+// the ones before it, and tests that expect a settled group race those
+// rebalances); KIP-848 members reconciled within a second. Session
+// timeouts keep Kafka's bounds, which client test suites assume (kafka-go's
+// expects a 3 s session refused).
+func DevConfig() Config {
+	c := DefaultConfig()
+	c.FlushInterval = 5 * time.Millisecond
+	c.AutoCreateTopics = true
+	c.GroupInitialRebalanceDelay = 500 * time.Millisecond
+	c.ConsumerGroupHeartbeatInterval = time.Second
+	return c
+}

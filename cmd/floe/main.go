@@ -197,19 +197,7 @@ func newFlagSet(name, summary string) *flag.FlagSet {
 }
 
 func runDev(args []string) error {
-	f := agentFlags{cfg: agent.DefaultConfig()}
-	// Locally there is no PUT latency to amortise: flush almost at once.
-	f.cfg.FlushInterval = 5 * time.Millisecond
-	f.cfg.AutoCreateTopics = true
-	// Groups for development and tests: a new group's first generation
-	// after 500 ms rather than 3 s, still long enough for the members a
-	// test starts together to share it (with no delay, each joiner forces
-	// a rebalance of the ones before it, and tests that expect a settled
-	// group race those rebalances); KIP-848 members reconciled within a
-	// second. Session timeouts keep Kafka's bounds, which client test
-	// suites assume (kafka-go's expects a 3 s session refused).
-	f.cfg.GroupInitialRebalanceDelay = 500 * time.Millisecond
-	f.cfg.ConsumerGroupHeartbeatInterval = time.Second
+	f := agentFlags{cfg: agent.DevConfig()}
 	fs := newFlagSet("dev", "Runs one agent on embedded stores: metadata in SQLite (DIR/meta.db) and\nobjects in a directory (DIR/objects). Nothing else to install or start.")
 	dataDir := fs.String("data-dir", "./floe-data", "`directory` holding the metadata database and the objects")
 	f.register(fs)

@@ -24,7 +24,7 @@ export FLOE_KGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/twmb/franz-go@$(F
 # - share groups (KIP-932) are not implemented: the suite asks for ShareFetch v2.
 #     TestShareGroup TestShareGroupETL TestShareGroupOffsetsAdmin TestShareGroupAckOnClose
 #     TestConsumeRegexShareSkipsInternal
-# - SASL is not implemented yet (DESIGN.md, its own issue); the suite skips without SCRAM/OAuth seeds.
+# - SASL is not implemented yet (issue 17); the suite skips without SCRAM/OAuth seeds.
 #     TestSCRAMAuth TestSCRAMAuthBadCredentials TestOAuthAuth
 # - floe advertises Produce v0 (answering UNSUPPORTED_VERSION for v0-2, as Kafka 4 does) because
 #   librdkafka stops compressing when Produce v0 is not advertised; the test needs a broker

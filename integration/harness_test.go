@@ -222,3 +222,14 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// missingTool skips the test because a tool the Makefile builds is missing
+// (what says which, missing why), or fails it under FLOE_REQUIRE_SERVERS=1,
+// where make has built everything.
+func missingTool(t testing.TB, what, missing, target string) {
+	t.Helper()
+	if os.Getenv("FLOE_REQUIRE_SERVERS") == "1" {
+		t.Fatalf("%s: %s (make %s builds it)", what, missing, target)
+	}
+	t.Skipf("%s: %s (make %s builds it)", what, missing, target)
+}

@@ -86,10 +86,7 @@ func kafkaGoSuite(t *testing.T) (dir, src string) {
 		}
 	}
 	if missing != "" {
-		if os.Getenv("FLOE_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("kafka-go suite: %s (make kafka-go-test builds it)", missing)
-		}
-		t.Skipf("kafka-go suite: %s (make kafka-go-test builds it)", missing)
+		missingTool(t, "kafka-go suite", missing, "kafka-go-test")
 	}
 	return dir, src
 }

@@ -40,10 +40,7 @@ func kgoSuite(t *testing.T) (bin, src string) {
 		}
 	}
 	if missing != "" {
-		if os.Getenv("FLOE_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("franz-go kgo suite: %s (make kgo-test builds it)", missing)
-		}
-		t.Skipf("franz-go kgo suite: %s (make kgo-test builds it)", missing)
+		missingTool(t, "franz-go kgo suite", missing, "kgo-test")
 	}
 	return bin, src
 }

@@ -81,15 +81,6 @@ func appendVarBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// recordTimestamp is a record's effective timestamp: its own (CreateTime)
-// or the batch's max timestamp when the broker stamped it (LogAppendTime).
-func recordTimestamp(h kafkaproto.BatchHeader, r kafkaproto.Record) int64 {
-	if h.TimestampType() == 1 {
-		return h.MaxTimestamp
-	}
-	return h.FirstTimestamp + r.TimestampDelta
-}
-
 // unreadableError is a source row whose bytes do not parse: batches that do
 // not frame or span other offsets than the row's, records that do not
 // decode. A job skips what it cannot read and goes on with the rest

@@ -37,7 +37,7 @@ func TestEncodeBatch(t *testing.T) {
 	if h.BaseOffset != 5 || h.LastOffsetDelta != 9 || h.NumRecords != 2 || h.FirstTimestamp != 40 || h.MaxTimestamp != 50 || h.ProducerID != -1 {
 		t.Fatalf("header %+v", h)
 	}
-	if recs[0].OffsetDelta != 2 || recs[1].OffsetDelta != 7 || recordTimestamp(h, recs[0]) != 50 || recordTimestamp(h, recs[1]) != 40 ||
+	if recs[0].OffsetDelta != 2 || recs[1].OffsetDelta != 7 || h.RecordTimestamp(recs[0]) != 50 || h.RecordTimestamp(recs[1]) != 40 ||
 		string(recs[0].Value) != "v" || recs[1].Value != nil || string(recs[1].Key) != "k2" {
 		t.Fatalf("records %+v", recs)
 	}

@@ -167,7 +167,7 @@ func (e *env) fetchAll(topic metadata.TopicID, p int32) ([]byte, []rec) {
 						e.t.Fatalf("record %d: headers %+v", h2.BaseOffset+int64(r.OffsetDelta), r.Headers)
 					}
 					recs = append(recs, rec{offset: h2.BaseOffset + int64(r.OffsetDelta), key: string(r.Key), value: v,
-						ts: recordTimestamp(h2, r)})
+						ts: h2.RecordTimestamp(r)})
 				}
 				base = next
 				offset = next

@@ -213,31 +213,27 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 // Bytes that do not parse return an *unreadableError.
 func rowRecords(r metadata.IndexEntry, data []byte) ([]keptRecord, error) {
 	var out []keptRecord
-	base := r.BaseOffset
-	for len(data) > 0 {
-		h, err := kafkaproto.ParseBatchHeader(data)
-		if err != nil || h.TotalSize() > len(data) || h.TotalSize() < kafkaproto.BatchHeaderSize {
-			return nil, unreadable(r, errors.New("malformed batch"))
+	end, err := kafkaproto.WalkBatches(data, r.BaseOffset, func(h kafkaproto.BatchHeader, batch []byte, base int64) error {
+		if h.IsControl() {
+			return nil
 		}
-		batch := data[:h.TotalSize()]
-		data = data[h.TotalSize():]
-		if !h.IsControl() {
-			_, recs, err := kafkaproto.DecodeRecords(batch)
-			if err != nil {
-				return nil, unreadable(r, fmt.Errorf("batch at offset %d: %w", base, err))
-			}
-			for _, rec := range recs {
-				off := base + int64(rec.OffsetDelta)
-				if rec.OffsetDelta < 0 || rec.OffsetDelta > h.LastOffsetDelta {
-					return nil, unreadable(r, fmt.Errorf("record offset delta %d outside batch", rec.OffsetDelta))
-				}
-				out = append(out, keptRecord{offset: off, timestamp: recordTimestamp(h, rec), rec: rec})
-			}
+		_, recs, err := kafkaproto.DecodeRecords(batch)
+		if err != nil {
+			return fmt.Errorf("batch at offset %d: %w", base, err)
 		}
-		base += int64(h.LastOffsetDelta) + 1
+		for _, rec := range recs {
+			if rec.OffsetDelta < 0 || rec.OffsetDelta > h.LastOffsetDelta {
+				return fmt.Errorf("record offset delta %d outside batch", rec.OffsetDelta)
+			}
+			out = append(out, keptRecord{offset: base + int64(rec.OffsetDelta), timestamp: h.RecordTimestamp(rec), rec: rec})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unreadable(r, err)
 	}
-	if base != r.EndOffset {
-		return nil, unreadable(r, fmt.Errorf("batches end at %d", base))
+	if end != r.EndOffset {
+		return nil, unreadable(r, fmt.Errorf("batches end at %d", end))
 	}
 	return out, nil
 }

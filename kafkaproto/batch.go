@@ -194,3 +194,44 @@ func SetBaseOffset(b []byte, offset int64) {
 	}
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(offset))
 }
+
+// WalkBatches calls fn for each v2 batch of data, back to back, with its
+// header, its bytes and the absolute offset of its first record. The first
+// batch is based at base and each next one at the previous base plus
+// LastOffsetDelta+1: batches in objects keep the base offset 0 they were
+// produced with (key compaction's output batches stretch LastOffsetDelta
+// over the gaps it left), so their absolute offsets come from the index
+// row's base offset. It returns the offset after the last batch, which a
+// caller compares with the row's end offset. Framing that does not hold (a
+// header that does not parse, a batch longer than what is left) returns an
+// error wrapping ErrMalformed; an error from fn stops the walk and is
+// returned as is.
+func WalkBatches(data []byte, base int64, fn func(h BatchHeader, batch []byte, base int64) error) (int64, error) {
+	for len(data) > 0 {
+		h, err := ParseBatchHeader(data)
+		if err != nil {
+			return base, err
+		}
+		size := h.TotalSize()
+		if h.Magic != 2 || size < BatchHeaderSize || size > len(data) || h.LastOffsetDelta < 0 {
+			return base, fmt.Errorf("%w: batch at offset %d: magic %d, %d bytes of %d left, last offset delta %d",
+				ErrMalformed, base, h.Magic, size, len(data), h.LastOffsetDelta)
+		}
+		if err := fn(h, data[:size:size], base); err != nil {
+			return base, err
+		}
+		data = data[size:]
+		base += int64(h.LastOffsetDelta) + 1
+	}
+	return base, nil
+}
+
+// RecordTimestamp is the timestamp of a record of this batch: the batch's
+// MaxTimestamp under LogAppendTime, else its first timestamp plus the
+// record's delta, as Kafka consumers compute it.
+func (h BatchHeader) RecordTimestamp(r Record) int64 {
+	if h.TimestampType() == 1 {
+		return h.MaxTimestamp
+	}
+	return h.FirstTimestamp + r.TimestampDelta
+}

@@ -181,7 +181,7 @@ func (c *Compactor) RunOnce(ctx context.Context) error {
 	var errs []error
 	for _, j := range []struct {
 		name string
-		fn   func(ctx context.Context, l *lease) error
+		fn   func(ctx context.Context, l *metadata.JobLease) error
 	}{
 		{jobRetention, c.retention},
 		{jobCompact, c.keyCompaction},
@@ -212,39 +212,18 @@ func (c *Compactor) RunOnce(ctx context.Context) error {
 
 var errLeaseHeld = errors.New("lease held by another compactor")
 
-// lease is a held job lease; renew extends it between the steps of a job
-// and reports whether it is still ours, so a job whose compactor stalled
-// past the TTL stops instead of racing the compactor that took over.
-type lease struct {
-	c    *Compactor
-	name string
-}
-
-func (l *lease) renew(ctx context.Context) error {
-	ok, err := l.c.store.AcquireLease(ctx, l.name, l.c.cfg.ID, l.c.cfg.LeaseTTL)
+func (c *Compactor) withLease(ctx context.Context, name string, fn func(ctx context.Context, l *metadata.JobLease) error) error {
+	l, err := metadata.AcquireJobLease(ctx, c.store, name, c.cfg.ID, c.cfg.LeaseTTL)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("lease %s lost", l.name)
-	}
-	return nil
-}
-
-func (c *Compactor) withLease(ctx context.Context, name string, fn func(ctx context.Context, l *lease) error) error {
-	ok, err := c.store.AcquireLease(ctx, name, c.cfg.ID, c.cfg.LeaseTTL)
-	if err != nil {
-		return err
-	}
-	if !ok {
+	if l == nil {
 		return errLeaseHeld
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := c.store.ReleaseLease(rctx, name, c.cfg.ID); err != nil {
+		if err := l.Release(ctx); err != nil {
 			c.log.Warn("release lease failed", "lease", name, "err", err)
 		}
 	}()
-	return fn(ctx, &lease{c: c, name: name})
+	return fn(ctx, l)
 }

@@ -212,7 +212,7 @@ func TestRetentionByTimeAndSize(t *testing.T) {
 		e.flush(bySize.ID, map[int32][][]byte{0: {producerBatch(rec{key: "k", value: v, ts: ts})}})
 		e.flush(keep.ID, map[int32][][]byte{0: {producerBatch(rec{key: "k" + strconv.Itoa(i), value: v, ts: ts})}})
 	}
-	if err := e.c.retention(e.ctx, &lease{c: e.c, name: jobRetention}); err != nil {
+	if err := e.c.retention(e.ctx, e.lease(jobRetention)); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := e.store.Partition(e.ctx, byTime.ID, 0); st.LogStartOffset != 6 {
@@ -237,7 +237,7 @@ func TestRetentionByTimeAndSize(t *testing.T) {
 	}
 	// GC reclaims the objects whose only rows retention dropped.
 	e.c.cfg.Grace = 0
-	if err := e.c.gc(e.ctx, &lease{c: e.c, name: jobGC}); err != nil {
+	if err := e.c.gc(e.ctx, e.lease(jobGC)); err != nil {
 		t.Fatal(err)
 	}
 	if replaced, _ := e.store.Objects(e.ctx, metadata.ObjectReplaced); len(replaced) != 0 {
@@ -432,8 +432,8 @@ func TestKeyCompactionWaitsForDirtyRatioOrLag(t *testing.T) {
 	for i := range 20 {
 		e.flush(tp.ID, map[int32][][]byte{0: {producerBatch(rec{key: "k" + strconv.Itoa(i%10), value: fmt.Sprintf("%050d", i), ts: now})}})
 	}
-	lease := &lease{c: e.c, name: jobCompact}
-	if err := e.c.keyCompaction(e.ctx, lease); err != nil {
+	l := e.lease(jobCompact)
+	if err := e.c.keyCompaction(e.ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if _, recs := e.fetchAll(tp.ID, 0); len(recs) != 10 {
@@ -441,7 +441,7 @@ func TestKeyCompactionWaitsForDirtyRatioOrLag(t *testing.T) {
 	}
 	// One new record: 1 dirty row of 2, far less than half the bytes.
 	e.flush(tp.ID, map[int32][][]byte{0: {producerBatch(rec{key: "k0", value: "new", ts: now})}})
-	if err := e.c.keyCompaction(e.ctx, lease); err != nil {
+	if err := e.c.keyCompaction(e.ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if _, recs := e.fetchAll(tp.ID, 0); len(recs) != 11 {
@@ -451,7 +451,7 @@ func TestKeyCompactionWaitsForDirtyRatioOrLag(t *testing.T) {
 	if err := e.store.SetTopicConfigs(e.ctx, "kc", map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "0"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.keyCompaction(e.ctx, lease); err != nil {
+	if err := e.c.keyCompaction(e.ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	_, recs := e.fetchAll(tp.ID, 0)

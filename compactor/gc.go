@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"floe/metadata"
 	"floe/storage"
 )
 
@@ -27,7 +28,7 @@ const objectPrefix = "objects/"
 //
 // The grace period lets fetches that read an index row just before it
 // went away still GET its object.
-func (c *Compactor) gc(ctx context.Context, l *lease) error {
+func (c *Compactor) gc(ctx context.Context, l *metadata.JobLease) error {
 	if _, err := c.store.MarkUnreferenced(ctx, 0, c.cfg.Grace); err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func (c *Compactor) gc(ctx context.Context, l *lease) error {
 		if len(objs) == 0 {
 			break
 		}
-		if err := l.renew(ctx); err != nil {
+		if err := l.Renew(ctx); err != nil {
 			return err
 		}
 		keys := make([]string, 0, len(objs))
@@ -63,14 +64,14 @@ func (c *Compactor) gc(ctx context.Context, l *lease) error {
 
 // deleteOrphans lists the bucket and deletes unknown objects older than the
 // grace period, asking the store about keys in batches.
-func (c *Compactor) deleteOrphans(ctx context.Context, l *lease) error {
+func (c *Compactor) deleteOrphans(ctx context.Context, l *metadata.JobLease) error {
 	cutoff := time.Now().Add(-c.cfg.Grace)
 	var batch []storage.ObjectInfo
 	check := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := l.renew(ctx); err != nil {
+		if err := l.Renew(ctx); err != nil {
 			return err
 		}
 		keys := make([]string, len(batch))

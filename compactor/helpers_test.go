@@ -208,3 +208,14 @@ func (e *env) bucketKeys() map[string]bool {
 	}
 	return keys
 }
+
+// lease takes the job lease name for e's compactor, as RunOnce would, for
+// tests that run one job directly.
+func (e *env) lease(name string) *metadata.JobLease {
+	e.t.Helper()
+	l, err := metadata.AcquireJobLease(e.ctx, e.store, name, e.c.cfg.ID, e.c.cfg.LeaseTTL)
+	if err != nil || l == nil {
+		e.t.Fatalf("lease %s: %v (held: %v)", name, err, l == nil)
+	}
+	return l
+}

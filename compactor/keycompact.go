@@ -42,7 +42,7 @@ const (
 // lastOffsetDelta + 1 from the row's base offset) stays exact and needed no
 // change. A contiguous stretch of source rows with no surviving record gets
 // no row at all; Lookup serves an offset in such a gap from the next row.
-func (c *Compactor) keyCompaction(ctx context.Context, l *lease) error {
+func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) error {
 	topics, err := c.store.Topics(ctx)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *lease) error {
 			dirtyRatio:  floatConfig(t, cfgDirtyRatio, 0.5),
 		}
 		for _, p := range parts {
-			if err := l.renew(ctx); err != nil {
+			if err := l.Renew(ctx); err != nil {
 				return err
 			}
 			if err := c.compactPartition(ctx, t, p, objects, pol); err != nil {

@@ -18,13 +18,13 @@ import (
 // renewing the lease between them. A job with a row it cannot read is
 // skipped and reported (reportUnreadable), and the others still run; its
 // objects stay as they are.
-func (c *Compactor) merges(ctx context.Context, l *lease) error {
+func (c *Compactor) merges(ctx context.Context, l *metadata.JobLease) error {
 	objs, err := c.store.Objects(ctx, metadata.ObjectLive)
 	if err != nil {
 		return err
 	}
 	for _, job := range PlanMerges(objs, c.cfg.Plan, c.now()) {
-		if err := l.renew(ctx); err != nil {
+		if err := l.Renew(ctx); err != nil {
 			return err
 		}
 		if err := c.merge(ctx, job); err != nil {

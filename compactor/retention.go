@@ -62,7 +62,7 @@ func floatConfig(t metadata.Topic, name string, def float64) float64 {
 // Kafka deletes a segment only if the rest still holds retention.bytes). A row that is not
 // eligible stops the walk, so the log start never skips over live data.
 // Objects left without rows are reclaimed by GC.
-func (c *Compactor) retention(ctx context.Context, l *lease) error {
+func (c *Compactor) retention(ctx context.Context, l *metadata.JobLease) error {
 	topics, err := c.store.Topics(ctx)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func (c *Compactor) retention(ctx context.Context, l *lease) error {
 		if retMs < 0 && retBytes < 0 {
 			continue
 		}
-		if err := l.renew(ctx); err != nil {
+		if err := l.Renew(ctx); err != nil {
 			return err
 		}
 		parts, err := c.store.Partitions(ctx, t.ID)

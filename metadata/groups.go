@@ -90,6 +90,22 @@ type GroupStore interface {
 	// names of the groups whose offsets or records were removed.
 	ExpireOffsets(ctx context.Context, retention time.Duration) ([]string, error)
 
+	// GroupConfigs returns the configs set on a group (Kafka's GROUP
+	// config resource: consumer.session.timeout.ms, …): never nil, empty
+	// for a group with none. Configs belong to the group's name, not to
+	// its record: they may be set before the group exists, and DeleteGroup
+	// and ExpireOffsets leave them, as Kafka keeps a group's configs until
+	// they are deleted.
+	GroupConfigs(ctx context.Context, group string) (map[string]string, error)
+	// UpdateGroupConfigs changes a group's configs in one transaction, as
+	// UpdateTopicConfigs changes a topic's: update gets the stored configs
+	// (never nil, the callee's to change) and returns the configs to store
+	// (none left removes the group's configs). An error from update is
+	// returned (wrapped) and nothing is stored. Concurrent updates of one
+	// group apply one after the other, each seeing what the previous one
+	// stored, the first ones of a group that had none included.
+	UpdateGroupConfigs(ctx context.Context, group string, update func(configs map[string]string) (map[string]string, error)) error
+
 	// AcquireCoordinatorLease takes or extends the lease name for owner until now+ttl,
 	// unless another owner holds it unexpired (ErrLeaseHeld, with the
 	// current holder returned).

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlutil"
 )
 
 // CommitOffsets implements metadata.GroupStore: one statement (one round
@@ -262,6 +263,68 @@ func (s *Store) ReleaseCoordinatorLease(ctx context.Context, name, owner string)
 	if _, err := s.pool.Exec(ctx, `UPDATE coordinator_leases SET expires_at = '-infinity' WHERE name = $1 AND owner = $2`,
 		name, owner); err != nil {
 		return fmt.Errorf("release lease %s: %w", name, err)
+	}
+	return nil
+}
+
+// GroupConfigs implements metadata.GroupStore.
+func (s *Store) GroupConfigs(ctx context.Context, group string) (map[string]string, error) {
+	var raw string
+	err := s.pool.QueryRow(ctx, `SELECT configs::text FROM group_configs WHERE group_id = $1`, group).Scan(&raw)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("group configs of %s: %w", group, err)
+	}
+	c, err := sqlutil.DecodeConfigs(raw)
+	if err != nil {
+		return nil, fmt.Errorf("group configs of %s: %w", group, err)
+	}
+	return c, nil
+}
+
+// UpdateGroupConfigs implements metadata.GroupStore. A group without
+// configs has no row to lock, so the row is inserted empty first (ON
+// CONFLICT DO NOTHING waits for a concurrent first insert to commit) and
+// then locked FOR UPDATE; concurrent updates of a group, its first ones
+// included, apply one after the other. Should a concurrent update remove
+// the row between the two statements, they are run again.
+func (s *Store) UpdateGroupConfigs(ctx context.Context, group string, update func(map[string]string) (map[string]string, error)) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var raw string
+		for {
+			if _, err := tx.Exec(ctx, `INSERT INTO group_configs (group_id, configs) VALUES ($1, '{}')
+				ON CONFLICT (group_id) DO NOTHING`, group); err != nil {
+				return err
+			}
+			err := tx.QueryRow(ctx, `SELECT configs::text FROM group_configs WHERE group_id = $1 FOR UPDATE`, group).Scan(&raw)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+		cur, err := sqlutil.DecodeConfigs(raw)
+		if err != nil {
+			return err
+		}
+		next, err := update(cur)
+		if err != nil {
+			return err
+		}
+		if len(next) == 0 {
+			_, err = tx.Exec(ctx, `DELETE FROM group_configs WHERE group_id = $1`, group)
+			return err
+		}
+		cfg, err := sqlutil.EncodeConfigs(next)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE group_configs SET configs = $2::text::jsonb WHERE group_id = $1`, group, cfg)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update configs of group %s: %w", group, err)
 	}
 	return nil
 }

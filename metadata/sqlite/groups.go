@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlutil"
 )
 
 // CommitOffsets implements metadata.GroupStore, metadata.OffsetChunk
@@ -286,6 +287,56 @@ func (s *Store) ReleaseCoordinatorLease(ctx context.Context, name, owner string)
 	if _, err := s.w.ExecContext(ctx, `UPDATE coordinator_leases SET expires_at = 0 WHERE name = ? AND owner = ?`,
 		name, owner); err != nil {
 		return fmt.Errorf("release lease %s: %w", name, err)
+	}
+	return nil
+}
+
+// GroupConfigs implements metadata.GroupStore.
+func (s *Store) GroupConfigs(ctx context.Context, group string) (map[string]string, error) {
+	var raw string
+	err := s.r.QueryRowContext(ctx, `SELECT configs FROM group_configs WHERE group_id = ?`, group).Scan(&raw)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("group configs of %s: %w", group, err)
+	}
+	c, err := sqlutil.DecodeConfigs(raw)
+	if err != nil {
+		return nil, fmt.Errorf("group configs of %s: %w", group, err)
+	}
+	return c, nil
+}
+
+// UpdateGroupConfigs implements metadata.GroupStore. The write transaction
+// (BEGIN IMMEDIATE) holds the database's write lock from the read on, so
+// concurrent updates apply one after the other, a group's first included.
+func (s *Store) UpdateGroupConfigs(ctx context.Context, group string, update func(map[string]string) (map[string]string, error)) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var raw string
+		err := tx.QueryRowContext(ctx, `SELECT configs FROM group_configs WHERE group_id = ?`, group).Scan(&raw)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		cur, err := sqlutil.DecodeConfigs(raw)
+		if err != nil {
+			return err
+		}
+		next, err := update(cur)
+		if err != nil {
+			return err
+		}
+		if len(next) == 0 {
+			_, err = tx.ExecContext(ctx, `DELETE FROM group_configs WHERE group_id = ?`, group)
+			return err
+		}
+		cfg, err := sqlutil.EncodeConfigs(next)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO group_configs (group_id, configs) VALUES (?, ?)
+			ON CONFLICT (group_id) DO UPDATE SET configs = excluded.configs`, group, cfg)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update configs of group %s: %w", group, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -315,4 +316,151 @@ func testGroupOffsetsChunked(t *testing.T, s metadata.Store) {
 		t.Fatal(err)
 	}
 	sameOffsets(t, "interleaved commit", got, []metadata.GroupOffset{{Topic: "x", Partition: 0, Offset: 1, LeaderEpoch: -1}})
+}
+
+// testGroupConfigs: a group's configs are empty until set, the update sees
+// what is stored and what it returns is stored, its error stores nothing,
+// returning none removes them, they belong to the name alone (set before
+// any record, kept by DeleteGroup), and concurrent read-modify-write
+// updates, the very first ones of a group included, lose none of each
+// other's changes.
+func testGroupConfigs(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	configsOf := func(group string) map[string]string {
+		t.Helper()
+		c, err := s.GroupConfigs(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			t.Fatalf("GroupConfigs(%s) is nil", group)
+		}
+		return c
+	}
+	if c := configsOf("g"); len(c) != 0 {
+		t.Fatalf("configs of a group never configured: %v", c)
+	}
+	err := s.UpdateGroupConfigs(ctx, "g", func(c map[string]string) (map[string]string, error) {
+		if c == nil || len(c) != 0 {
+			t.Errorf("first update saw %#v, want an empty map", c)
+		}
+		c["consumer.session.timeout.ms"] = "50000"
+		c["quote"] = "\" ü"
+		return c, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"consumer.session.timeout.ms": "50000", "quote": "\" ü"}
+	if got := configsOf("g"); !maps.Equal(got, want) {
+		t.Fatalf("configs after update: %v, want %v", got, want)
+	}
+	if got := configsOf("other"); len(got) != 0 {
+		t.Fatalf("another group's configs: %v", got)
+	}
+	err = s.UpdateGroupConfigs(ctx, "g", func(c map[string]string) (map[string]string, error) {
+		if !maps.Equal(c, want) {
+			t.Errorf("update saw %v, want %v", c, want)
+		}
+		delete(c, "quote")
+		c["consumer.heartbeat.interval.ms"] = "6000"
+		return c, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
+	if got := configsOf("g"); !maps.Equal(got, want) {
+		t.Fatalf("configs after the second update: %v, want %v", got, want)
+	}
+
+	// A failing update stores nothing and its error comes back, on a
+	// group with configs and on one without.
+	refuse := errors.New("refused")
+	for _, g := range []string{"g", "new"} {
+		before := configsOf(g)
+		err = s.UpdateGroupConfigs(ctx, g, func(c map[string]string) (map[string]string, error) {
+			c["consumer.session.timeout.ms"] = "1"
+			return c, refuse
+		})
+		wantErr(t, "failing update of "+g, err, refuse)
+		if got := configsOf(g); !maps.Equal(got, before) {
+			t.Fatalf("configs of %s after a failed update: %v, want %v", g, got, before)
+		}
+	}
+
+	// The configs are the name's: the group's record and offsets come and
+	// go without them.
+	if err := s.SaveGroup(ctx, metadata.GroupRecord{Group: "g", ProtocolType: "consumer", StateName: "Empty", Empty: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if got := configsOf("g"); !maps.Equal(got, want) {
+		t.Fatalf("configs after DeleteGroup: %v, want %v", got, want)
+	}
+
+	// Returning nil (or an empty map) removes them.
+	if err := s.UpdateGroupConfigs(ctx, "g", func(map[string]string) (map[string]string, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := configsOf("g"); len(got) != 0 {
+		t.Fatalf("configs after clearing: %v", got)
+	}
+	if err := s.UpdateGroupConfigs(ctx, "g", func(c map[string]string) (map[string]string, error) { return c, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := configsOf("g"); len(got) != 0 {
+		t.Fatalf("configs after an empty update: %v", got)
+	}
+
+	// Concurrent updates of a group that has no configs yet: every key
+	// lands. Then of one whose row comes and goes: each updater adds and
+	// removes its key a few times (the last removal of all removes the
+	// group's configs) before adding it for good.
+	const n = 8
+	for _, round := range []struct {
+		group string
+		churn int
+	}{{"race", 0}, {"churn", 4}} {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprint("k", i)
+				set := func(c map[string]string) (map[string]string, error) { c[key] = fmt.Sprint(i); return c, nil }
+				unset := func(c map[string]string) (map[string]string, error) { delete(c, key); return c, nil }
+				for range round.churn {
+					if err := s.UpdateGroupConfigs(ctx, round.group, set); err != nil {
+						errs <- err
+						return
+					}
+					if err := s.UpdateGroupConfigs(ctx, round.group, unset); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- s.UpdateGroupConfigs(ctx, round.group, set)
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := configsOf(round.group)
+		if len(got) != n {
+			t.Fatalf("concurrent updates of %s: %v, want %d keys", round.group, got, n)
+		}
+		for i := range n {
+			if got[fmt.Sprint("k", i)] != fmt.Sprint(i) {
+				t.Fatalf("concurrent updates of %s lost k%d: %v", round.group, i, got)
+			}
+		}
+	}
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"GroupOffsets", testGroupOffsets},
 		{"GroupOffsetsChunked", testGroupOffsetsChunked},
 		{"GroupRecords", testGroupRecords},
+		{"GroupConfigs", testGroupConfigs},
 		{"ExpireOffsets", testExpireOffsets},
 		{"CoordinatorLeases", testCoordinatorLeases},
 		{"LeaseRace", testLeaseRace},

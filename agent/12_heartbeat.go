@@ -4,12 +4,14 @@ package agent
 //
 // Keeps a classic member's session alive; REBALANCE_IN_PROGRESS tells it to
 // rejoin. v3+ carry the instance id (FENCED_INSTANCE_ID for a replaced
-// static member).
+// static member). An empty group id is INVALID_GROUP_ID before the
+// coordinator is looked for, as in Kafka (GroupCoordinatorService.heartbeat).
 
 import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
@@ -22,6 +24,10 @@ func init() {
 func (a *Agent) handleHeartbeat(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
 		resp.ErrorCode = e.g.Heartbeat(now, req.MemberID, deref(req.InstanceID), req.Generation)
 	}); code != nil {

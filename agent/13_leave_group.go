@@ -4,12 +4,15 @@ package agent
 //
 // v0–v2 name one member; v3+ a batch of members, each by member id and/or
 // instance id (an admin removing static members names only the instance),
-// each with its own error code.
+// each with its own error code. An empty group id is INVALID_GROUP_ID for
+// the whole request, with no member answers, before the coordinator is
+// looked for, as in Kafka (GroupCoordinatorService.leaveGroup).
 
 import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
@@ -22,6 +25,10 @@ func init() {
 func (a *Agent) handleLeaveGroup(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
 		if req.Version < 3 {
 			resp.ErrorCode = e.g.Leave(now, req.MemberID, "")

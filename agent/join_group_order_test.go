@@ -180,3 +180,85 @@ func TestSyncGroupMandatoryFieldsAndGroupID(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatLeaveGroupEmptyGroupID: a Heartbeat or LeaveGroup naming the
+// empty group went to the coordinator (the empty name hashed like any
+// other), which answered UNKNOWN_MEMBER_ID, and other agents
+// NOT_COORDINATOR; Kafka's GroupCoordinatorService answers INVALID_GROUP_ID
+// first, on any broker, at every version. A named group still reaches the
+// coordinator.
+func TestHeartbeatLeaveGroupEmptyGroupID(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	agents := twoAgents(t, ctx)
+	owner, other := agents[0], agents[1]
+	if owner.coord.ownerOf("").ID != owner.id {
+		owner, other = other, owner
+	}
+	heartbeat := func(cl *kgo.Client, to *Agent, group string) (int16, error) {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = group, "m", 1
+		resp, err := req.RequestWith(ctx, cl.Broker(int(to.NodeID())))
+		if err != nil {
+			return 0, err
+		}
+		return resp.ErrorCode, nil
+	}
+	leave := func(cl *kgo.Client, to *Agent, group string) (int16, error) {
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group, req.MemberID = group, "m"
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID = "m"
+		req.Members = append(req.Members, m)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(to.NodeID())))
+		if err != nil {
+			return 0, err
+		}
+		if resp.ErrorCode == kerr.InvalidGroupID.Code && len(resp.Members) != 0 {
+			t.Errorf("LeaveGroup v%d of the empty group answered members %+v", resp.Version, resp.Members)
+		}
+		if resp.ErrorCode == 0 && len(resp.Members) == 1 {
+			return resp.Members[0].ErrorCode, nil // v3+: the member's answer
+		}
+		return resp.ErrorCode, nil
+	}
+	for _, api := range []struct {
+		name string
+		key  kmsg.Key
+		max  int16
+		call func(*kgo.Client, *Agent, string) (int16, error)
+	}{
+		{"Heartbeat", kmsg.Heartbeat, 4, heartbeat},
+		{"LeaveGroup", kmsg.LeaveGroup, 5, leave},
+	} {
+		for v := int16(0); v <= api.max; v++ {
+			cl := pinnedClient(t, int16(api.key), v, owner.KafkaAddr(), other.KafkaAddr())
+			for _, tc := range []struct {
+				what  string
+				to    *Agent
+				group string
+				want  *kerr.Error
+			}{
+				{"empty group, its hash's coordinator", owner, "", kerr.InvalidGroupID},
+				{"empty group, other agent", other, "", kerr.InvalidGroupID},
+				{"named group, unknown member", agentFor(owner, other, "named"), "named", kerr.UnknownMemberID},
+			} {
+				got, err := api.call(cl, tc.to, tc.group)
+				if err != nil {
+					t.Fatalf("%s v%d, %s: %v", api.name, v, tc.what, err)
+				}
+				if got != tc.want.Code {
+					t.Errorf("%s v%d, %s: %v, want %v", api.name, v, tc.what, kerr.ErrorForCode(got), tc.want)
+				}
+			}
+		}
+	}
+}
+
+// agentFor is whichever of a and b coordinates group.
+func agentFor(a, b *Agent, group string) *Agent {
+	if a.coord.ownerOf(group).ID == a.id {
+		return a
+	}
+	return b
+}

@@ -27,9 +27,7 @@ const offsetsTopic = "__consumer_offsets"
 const offsetsTopicPartitions = 1
 
 // isInternalTopic reports whether name is one of Kafka's internal topics.
-func isInternalTopic(name string) bool {
-	return name == offsetsTopic || name == "__transaction_state"
-}
+func isInternalTopic(name string) bool { return metadata.IsInternalTopic(name) }
 
 // ensureInternalTopics creates __consumer_offsets if no agent has yet.
 func (a *Agent) ensureInternalTopics(ctx context.Context) error {

@@ -115,21 +115,37 @@ type unreadableKey struct {
 // the job knows it.
 func (c *Compactor) reportUnreadable(job, topic string, e *unreadableError) {
 	c.metrics.unreadable.WithLabelValues(job).Inc()
-	k := unreadableKey{job, e.row.TopicID, e.row.Partition}
-	now := time.Now()
-	c.unreadableMu.Lock()
-	last, seen := c.unreadableLogged[k]
-	if !seen || now.Sub(last) >= unreadableLogEvery {
-		if c.unreadableLogged == nil {
-			c.unreadableLogged = map[unreadableKey]time.Time{}
-		}
-		c.unreadableLogged[k] = now
-	}
-	c.unreadableMu.Unlock()
-	if seen && now.Sub(last) < unreadableLogEvery {
+	if !c.logDue(unreadableKey{job, e.row.TopicID, e.row.Partition}) {
 		return
 	}
 	c.log.Warn("skipped a partition that cannot be read", "job", job, "topic", topic,
 		"topic_id", hex.EncodeToString(e.row.TopicID[:]), "partition", e.row.Partition,
 		"object", e.row.ObjectKey, "base_offset", e.row.BaseOffset, "err", e.err)
+}
+
+// logDue reports whether a warning about key (a comparable value naming what
+// it is about) is due: not logged in the last unreadableLogEvery. Warnings
+// that would repeat every round are logged through it.
+func (c *Compactor) logDue(key any) bool {
+	now := time.Now()
+	c.loggedMu.Lock()
+	defer c.loggedMu.Unlock()
+	if last, ok := c.logged[key]; ok && now.Sub(last) < unreadableLogEvery {
+		return false
+	}
+	if c.logged == nil {
+		c.logged = map[any]time.Time{}
+	}
+	c.logged[key] = now
+	return true
+}
+
+// reportHeld logs, once an hour per topic, that retention keeps records
+// its Iceberg table does not have yet.
+func (c *Compactor) reportHeld(topic string, partition int32, want, hold int64) {
+	type heldKey struct{ topic string }
+	if c.logDue(heldKey{topic}) {
+		c.log.Warn("retention keeps records the topic's Iceberg table does not have yet",
+			"topic", topic, "partition", partition, "retention_start", want, "converted_up_to", hold)
+	}
 }

@@ -68,6 +68,12 @@ type Config struct {
 	Busy func() bool
 	// PaceRatio is the pause per unit of work while Busy; 0 never pauses.
 	PaceRatio float64
+	// RetentionHold, if set, returns for a topic whose records must wait
+	// for something before retention deletes them (ok true) the offset
+	// per partition below which they may go; a partition absent from the
+	// map holds everything. floe's Iceberg converter holds what its tables
+	// do not have yet.
+	RetentionHold func(ctx context.Context, t metadata.Topic) (hold map[int32]int64, ok bool, err error)
 }
 
 // DefaultConfig returns production defaults: WarpStream's fan-in of 32, a
@@ -106,11 +112,11 @@ type Compactor struct {
 	// gaugeKeys are the per-level gauge series last set (refreshGauges).
 	gaugeMu   sync.Mutex
 	gaugeKeys map[levelState]float64
-	// unreadableLogged is when reportUnreadable last logged each (job,
-	// topic, partition), so a partition that stays unreadable is logged
-	// once an hour rather than every round.
-	unreadableMu     sync.Mutex
-	unreadableLogged map[unreadableKey]time.Time
+	// logged is when each warning logged through logDue last was, so a
+	// partition that stays unreadable is logged once an hour rather than
+	// every round.
+	loggedMu sync.Mutex
+	logged   map[any]time.Time
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -497,3 +497,45 @@ func TestCorruptRowsFailWithoutPanic(t *testing.T) {
 		t.Fatal("addRow accepted batches spanning more offsets than the row")
 	}
 }
+
+// TestRetentionHold: retention keeps what the hold (the Iceberg converter's
+// converted offsets) has not released, and logs it; a partition missing
+// from the hold keeps everything.
+func TestRetentionHold(t *testing.T) {
+	var hold map[int32]int64
+	e := newEnv(t, func(c *Config) {
+		c.RetentionHold = func(_ context.Context, tp metadata.Topic) (map[int32]int64, bool, error) {
+			return hold, tp.Name == "held", nil
+		}
+	})
+	held, err := e.store.CreateTopic(e.ctx, "held", 2, map[string]string{"retention.ms": "60000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().UnixMilli() - 3600_000
+	for range 10 {
+		e.flush(held.ID, map[int32][][]byte{
+			0: {producerBatch(rec{key: "k", value: "v", ts: old})},
+			1: {producerBatch(rec{key: "k", value: "v", ts: old})},
+		})
+	}
+	hold = map[int32]int64{0: 4}
+	if err := e.c.retention(e.ctx, e.lease(jobRetention)); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]int64{0: 4, 1: 0} {
+		if st, _ := e.store.Partition(e.ctx, held.ID, p); st.LogStartOffset != want {
+			t.Fatalf("partition %d: log start %d under hold %v, want %d", p, st.LogStartOffset, hold, want)
+		}
+	}
+	hold = map[int32]int64{0: 10, 1: 10}
+	if err := e.c.retention(e.ctx, e.lease(jobRetention)); err != nil {
+		t.Fatal(err)
+	}
+	// Released: retention does what it would without a hold.
+	for p := range int32(2) {
+		if st, _ := e.store.Partition(e.ctx, held.ID, p); st.LogStartOffset != 10 {
+			t.Fatalf("partition %d: log start %d once released, want 10", p, st.LogStartOffset)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package compactor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,13 @@ func (c *Compactor) retention(ctx context.Context, l *metadata.JobLease) error {
 		if err := l.Renew(ctx); err != nil {
 			return err
 		}
+		var hold map[int32]int64
+		held := false
+		if c.cfg.RetentionHold != nil {
+			if hold, held, err = c.cfg.RetentionHold(ctx, t); err != nil {
+				return fmt.Errorf("retention hold of %s: %w", t.Name, err)
+			}
+		}
 		parts, err := c.store.Partitions(ctx, t.ID)
 		if errors.Is(err, metadata.ErrUnknownTopic) {
 			continue // deleted meanwhile
@@ -97,6 +105,12 @@ func (c *Compactor) retention(ctx context.Context, l *metadata.JobLease) error {
 				return err
 			}
 			start := retentionStart(rows, p.LogStartOffset, now, retMs, retBytes)
+			if held && start > hold[p.Partition] {
+				// Records not yet in the topic's Iceberg table stay.
+				c.metrics.retentionHeld.Inc()
+				c.reportHeld(t.Name, p.Partition, start, hold[p.Partition])
+				start = hold[p.Partition]
+			}
 			if start <= p.LogStartOffset {
 				continue
 			}

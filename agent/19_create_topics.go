@@ -19,8 +19,11 @@ package agent
 // create one of "brokers + 10" and expect it). A manual replica assignment
 // is checked as Kafka's ReplicationControlManager checks it (factor and
 // partition count -1, partitions 0…n-1 each named once, non-empty lists of
-// distinct listed node ids, one length for all: INVALID_REQUEST or
-// INVALID_REPLICA_ASSIGNMENT) and then gives only the partition count.
+// distinct listed node ids, one length for all, a live agent in each:
+// INVALID_REQUEST or INVALID_REPLICA_ASSIGNMENT, in Kafka's words; the
+// list checks are checkReplicaList, which CreatePartitions and
+// AlterPartitionReassignments share) and then gives only the partition
+// count.
 //
 // Limits: a topic of more than MaxPartitionsPerTopic partitions is
 // INVALID_PARTITIONS; one that would take the cluster past MaxTopics or
@@ -202,50 +205,82 @@ func (a *Agent) maxReplicationFactor() int {
 }
 
 // checkReplicaAssignment applies Kafka's checks of a manual assignment
-// (ReplicationControlManager.createTopic, validateManualPartitionAssignment):
-// replication factor and partition count -1; each partition named once,
-// 0…n-1; each list non-empty, of distinct node ids this agent lists as
-// brokers, and as long as the others.
+// (ReplicationControlManager.createTopic), in Kafka's words: replication
+// factor and partition count -1; each partition named once, 0…n-1; each
+// list checked by checkReplicaList, as long as the first.
 func (a *Agent) checkReplicaAssignment(rt kmsg.CreateTopicsRequestTopic) (*kerr.Error, string) {
 	if rt.ReplicationFactor != -1 {
-		return kerr.InvalidRequest, "a manual partition assignment was specified, but replication factor was not set to -1"
+		return kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1."
 	}
 	if rt.NumPartitions != -1 {
-		return kerr.InvalidRequest, "a manual partition assignment was specified, but numPartitions was not set to -1"
+		return kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1."
 	}
-	live := a.liveAgents()
-	brokers := make(map[int32]bool)
-	for _, l := range append(slices.Clip(live), a.departedBrokers(live, "")...) {
-		brokers[l.NodeID] = true
-	}
+	brokers := a.registeredBrokers()
 	seen := make(map[int32]bool, len(rt.ReplicaAssignment))
 	for _, ra := range rt.ReplicaAssignment {
 		if seen[ra.Partition] {
-			return kerr.InvalidReplicaAssignment, fmt.Sprintf("found multiple manual partition assignments for partition %d", ra.Partition)
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Found multiple manual partition assignments for partition %d", ra.Partition)
 		}
 		seen[ra.Partition] = true
-		if len(ra.Replicas) == 0 {
-			return kerr.InvalidReplicaAssignment, "the manual partition assignment includes an empty replica list"
-		}
-		ids := make(map[int32]bool, len(ra.Replicas))
-		for _, id := range ra.Replicas {
-			if !brokers[id] {
-				return kerr.InvalidReplicaAssignment, fmt.Sprintf("the manual partition assignment includes broker %d, but no such broker is registered", id)
-			}
-			if ids[id] {
-				return kerr.InvalidReplicaAssignment, fmt.Sprintf("the manual partition assignment includes the broker %d more than once", id)
-			}
-			ids[id] = true
-		}
-		if n := len(rt.ReplicaAssignment[0].Replicas); len(ra.Replicas) != n {
-			return kerr.InvalidReplicaAssignment, fmt.Sprintf("the manual partition assignment includes a partition with %d replica(s), "+
-				"but this is not consistent with previous partitions, which have %d replica(s)", len(ra.Replicas), n)
+		if code, msg := checkReplicaList(brokers, ra.Partition, ra.Replicas, len(rt.ReplicaAssignment[0].Replicas)); code != nil {
+			return code, msg
 		}
 	}
 	for p := range int32(min(len(rt.ReplicaAssignment), 1<<31-1)) {
 		if !seen[p] {
 			return kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence"
 		}
+	}
+	return nil, ""
+}
+
+// registeredBrokers maps the node ids a manual assignment may name to
+// whether the agent is live: the brokers this agent lists, live agents
+// and recently departed ones (false), as Kafka accepts any registered
+// broker and tells fenced ones apart.
+func (a *Agent) registeredBrokers() map[int32]bool {
+	live := a.liveAgents()
+	brokers := make(map[int32]bool)
+	for _, d := range a.departedBrokers(live, "") {
+		brokers[d.NodeID] = false
+	}
+	for _, l := range live {
+		brokers[l.NodeID] = true
+	}
+	return brokers
+}
+
+// checkReplicaList applies Kafka's checks of one partition's manual
+// assignment (ReplicationControlManager.validateManualPartitionAssignment
+// and the live-replica check after it), in Kafka's words, for
+// CreateTopics, CreatePartitions and AlterPartitionReassignments: a
+// non-empty list of registered brokers (brokers, see registeredBrokers),
+// none twice, of want replicas (any number when want < 0), at least one of
+// them live. Like Kafka it looks at the ids in ascending order, so the
+// lowest offending id is named.
+func checkReplicaList(brokers map[int32]bool, partition int32, replicas []int32, want int) (*kerr.Error, string) {
+	if len(replicas) == 0 {
+		return kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(replicas))
+	live := false
+	for i, id := range sorted {
+		up, ok := brokers[id]
+		if !ok {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+		}
+		live = live || up
+	}
+	if want >= 0 && len(replicas) != want {
+		return kerr.InvalidReplicaAssignment, fmt.Sprintf("The manual partition assignment includes a partition with %d replica(s), "+
+			"but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), want)
+	}
+	if !live {
+		return kerr.InvalidReplicaAssignment, fmt.Sprintf("All brokers specified in the manual partition assignment for partition %d "+
+			"are fenced or in controlled shutdown.", partition)
 	}
 	return nil, ""
 }

@@ -65,7 +65,7 @@ func (a *Agent) handleAlterPartitionReassignments(ctx context.Context, r *reques
 			case rp.Partition < 0 || rp.Partition >= t.Partitions:
 				code, msg = kerr.UnknownTopicOrPartition, fmt.Sprintf("Unable to find partition %s:%d.", rt.Topic, rp.Partition)
 			default:
-				code, msg = reassignment(mt.Partitions[rp.Partition].Replicas, rp.Replicas, live,
+				code, msg = reassignment(rp.Partition, mt.Partitions[rp.Partition].Replicas, rp.Replicas, live,
 					req.Version >= 1 && !req.AllowReplicationFactorChange)
 			}
 			if code != nil {
@@ -80,22 +80,19 @@ func (a *Agent) handleAlterPartitionReassignments(ctx context.Context, r *reques
 }
 
 // reassignment answers a request to move a partition whose replicas are
-// current to target (nil: cancel): nil when there is nothing to do.
-func reassignment(current, target []int32, live []metadata.Agent, keepRF bool) (*kerr.Error, string) {
+// current to target (nil: cancel): nil when there is nothing to do. The
+// target is checked as CreateTopics checks a list (checkReplicaList)
+// against the live agents.
+func reassignment(partition int32, current, target []int32, live []metadata.Agent, keepRF bool) (*kerr.Error, string) {
 	if target == nil {
 		return kerr.NoReassignmentInProgress, kerr.NoReassignmentInProgress.Message
 	}
-	if len(target) == 0 {
-		return kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list."
+	brokers := make(map[int32]bool, len(live))
+	for _, l := range live {
+		brokers[l.NodeID] = true
 	}
-	sorted := slices.Sorted(slices.Values(target))
-	for i, id := range sorted {
-		if !slices.ContainsFunc(live, func(l metadata.Agent) bool { return l.NodeID == id }) {
-			return kerr.InvalidReplicaAssignment, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
-		}
-		if i > 0 && sorted[i-1] == id {
-			return kerr.InvalidReplicaAssignment, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
-		}
+	if code, msg := checkReplicaList(brokers, partition, target, -1); code != nil {
+		return code, msg
 	}
 	if keepRF && len(target) != len(current) {
 		return kerr.InvalidReplicationFactor, fmt.Sprintf("The replication factor is changed from %d to %d but allowReplicationFactorChange is false", len(current), len(target))

@@ -328,7 +328,7 @@ func TestElectLeadersAndReassignments(t *testing.T) {
 			t.Fatalf("reassignment %d: message %q, want %q", i, deref(ps[i].ErrorMessage), want.msg)
 		}
 	}
-	if why, _ := reassignment([]int32{1}, []int32{2}, nil, false); why != kerr.InvalidReplicaAssignment {
+	if why, _ := reassignment(0, []int32{1}, []int32{2}, nil, false); why != kerr.InvalidReplicaAssignment {
 		t.Fatalf("another live agent's id: %v", why)
 	}
 

@@ -347,9 +347,9 @@ func TestAdminRequestsHonourTheirTimeout(t *testing.T) {
 	})
 	cp := kmsg.NewPtrCreatePartitionsRequest()
 	cp.TimeoutMillis = timeout
-	for range 2 {
+	for _, topic := range []string{"t", "t2"} {
 		rt := kmsg.NewCreatePartitionsRequestTopic()
-		rt.Topic, rt.Count = "t", 3
+		rt.Topic, rt.Count = topic, 3
 		cp.Topics = append(cp.Topics, rt)
 	}
 	check("CreatePartitions", cp, func(r kmsg.Response) (c []int16) {

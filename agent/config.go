@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,6 +106,18 @@ type Config struct {
 	// to heartbeat at (group.consumer.heartbeat.interval.ms).
 	ConsumerGroupSessionTimeout    time.Duration
 	ConsumerGroupHeartbeatInterval time.Duration
+	// ConsumerGroupMin/MaxSessionTimeout and ConsumerGroupMin/MaxHeartbeatInterval
+	// bound what a KIP-848 group's own configs may set
+	// (consumer.session.timeout.ms and consumer.heartbeat.interval.ms
+	// against group.consumer.min/max.session.timeout.ms and
+	// group.consumer.min/max.heartbeat.interval.ms). The bounds always take
+	// in the two settings above: Kafka refuses to start with a default
+	// outside its bounds, floe widens them (floe dev's 1 s interval is
+	// below Kafka's 5 s minimum).
+	ConsumerGroupMinSessionTimeout    time.Duration
+	ConsumerGroupMaxSessionTimeout    time.Duration
+	ConsumerGroupMinHeartbeatInterval time.Duration
+	ConsumerGroupMaxHeartbeatInterval time.Duration
 
 	// CacheBytes is the read cache's budget.
 	CacheBytes int64
@@ -116,11 +129,17 @@ type Config struct {
 	// RemotePollInterval bounds how late a long-polling fetch notices
 	// records committed by other agents.
 	RemotePollInterval time.Duration
-	// TopicCacheTTL bounds how stale this agent's view of topics may be.
+	// TopicCacheTTL bounds how stale this agent's view of topics may be,
+	// and the group coordinator's of the configs of the groups it
+	// coordinates (changes made through this agent apply at once).
 	TopicCacheTTL time.Duration
 	// ExtraMetrics, when set, is served on /metrics beside the agent's own
 	// (floe dev adds its in-process compactor's).
 	ExtraMetrics prometheus.Gatherer
+	// HTTPHandlers are served on the HTTP listener beside the agent's own
+	// endpoints, each under its pattern (floe's Iceberg REST catalog at
+	// "/iceberg/").
+	HTTPHandlers map[string]http.Handler
 }
 
 // DefaultConfig returns the defaults for an agent in front of S3.
@@ -146,11 +165,15 @@ func DefaultConfig() Config {
 		MaxOffsetCommitPartitions: 100_000,
 
 		// Kafka's group defaults; floe dev shortens the waits.
-		GroupMinSessionTimeout:         6 * time.Second,
-		GroupMaxSessionTimeout:         30 * time.Minute,
-		GroupInitialRebalanceDelay:     3 * time.Second,
-		ConsumerGroupSessionTimeout:    45 * time.Second,
-		ConsumerGroupHeartbeatInterval: 5 * time.Second,
+		GroupMinSessionTimeout:            6 * time.Second,
+		GroupMaxSessionTimeout:            30 * time.Minute,
+		GroupInitialRebalanceDelay:        3 * time.Second,
+		ConsumerGroupSessionTimeout:       45 * time.Second,
+		ConsumerGroupHeartbeatInterval:    5 * time.Second,
+		ConsumerGroupMinSessionTimeout:    45 * time.Second,
+		ConsumerGroupMaxSessionTimeout:    time.Minute,
+		ConsumerGroupMinHeartbeatInterval: 5 * time.Second,
+		ConsumerGroupMaxHeartbeatInterval: 15 * time.Second,
 
 		DefaultPartitions:  1,
 		CacheBytes:         256 << 20,

@@ -33,6 +33,9 @@ func (a *Agent) httpHandler() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	for pattern, h := range a.cfg.HTTPHandlers {
+		mux.Handle(pattern, h)
+	}
 	return mux
 }
 

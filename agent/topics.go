@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/time/rate"
 
+	"floe/iceberg"
 	"floe/metadata"
 )
 
@@ -446,6 +447,24 @@ var topicConfigDefs = map[string]topicConfigDef{
 		check: longBetween(1, 17), doc: "No effect: floe never recompresses (compression.type is producer)."},
 	"compression.zstd.level": {typ: kmsg.ConfigTypeInt, def: "3", broker: "compression.zstd.level", effect: inert,
 		check: longBetween(-131072, 22), doc: "No effect: floe never recompresses (compression.type is producer)."},
+
+	// floe's own: the topic as an Iceberg table (package iceberg).
+	iceberg.ConfigEnabled: {typ: kmsg.ConfigTypeBoolean, def: "false", effect: enforced,
+		check: icebergCheck(iceberg.ConfigEnabled),
+		doc:   "true: the compactor's converter keeps the topic's committed records in the Iceberg table of the same name (dots become underscores), backfilled from the log start, and retention keeps records until they are in it. Unset follows the converter's --iceberg-default, reported here as false."},
+	iceberg.ConfigPartitionSpec: {typ: kmsg.ConfigTypeString, def: iceberg.DefaultPartitionSpec, effect: enforced,
+		check: icebergCheck(iceberg.ConfigPartitionSpec),
+		doc:   "The Iceberg table's partition spec when the converter creates it: TRANSFORM(COLUMN), comma-separated, with Iceberg's transforms identity, year, month, day, hour, bucket[N], truncate[W], void over partition, offset, timestamp, timestamp_type, key, value. Changing it later does not change an existing table."},
+}
+
+// icebergCheck validates one of package iceberg's topic configs.
+func icebergCheck(name string) func(string) string {
+	return func(v string) string {
+		if err := iceberg.CheckTopicConfig(name, v); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
 }
 
 // checkTopicConfig validates a value for a topic config as Kafka's config

@@ -13,7 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"floe/compactor"
+	"floe/iceberg"
 	"floe/metadata"
 	"floe/storage"
 	"floe/storage/faulty"
@@ -64,6 +68,8 @@ func runCompactor(args []string) error {
 	fs.StringVar(&af.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.DurationVar(&af.bucketLatency, "bucket-latency", 0, "testing: add this latency to every object-store request (widens the windows a crash test aims at)")
 	cf.register(fs, "")
+	ice := defaultIcebergFlags()
+	ice.register(fs, true)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -72,6 +78,9 @@ func runCompactor(args []string) error {
 		return errors.New("--metadata and --bucket are required")
 	}
 	if err := cf.check(); err != nil {
+		return err
+	}
+	if err := ice.check(); err != nil {
 		return err
 	}
 	log, err := af.logger()
@@ -94,6 +103,19 @@ func runCompactor(args []string) error {
 		bucket = &faulty.Bucket{Bucket: bucket, Latency: af.bucketLatency}
 	}
 
+	cat, closeCat, err := ice.openCatalog(ctx, *metaURL, *bucketURL, log)
+	if err != nil {
+		return err
+	}
+	defer closeCat()
+	var conv *iceberg.Converter
+	var gs prometheus.Gatherers
+	if cat != nil {
+		ice.conv.ID = cf.cfg.ID
+		conv = iceberg.NewConverter(ice.conv, store, bucket, cat, log)
+		cf.cfg.RetentionHold = conv.Hold
+		gs = append(gs, conv.Gatherer())
+	}
 	c := compactor.New(cf.cfg, store, bucket, log)
 	var srv *http.Server
 	if *httpAddr != "" {
@@ -101,10 +123,14 @@ func runCompactor(args []string) error {
 		if err != nil {
 			return fmt.Errorf("http listener: %w", err)
 		}
-		srv = &http.Server{Handler: compactorHTTP(c, store), ReadHeaderTimeout: 10 * time.Second}
+		srv = &http.Server{Handler: compactorHTTP(append(gs, c.Gatherer()), store), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 	}
 	c.Start(ctx)
+	if conv != nil {
+		conv.Start(ctx)
+		defer conv.Close()
+	}
 	log.Info("compactor running", "id", cf.cfg.ID)
 	<-ctx.Done()
 	log.Info("shutting down")
@@ -119,9 +145,9 @@ func runCompactor(args []string) error {
 
 // compactorHTTP serves /metrics, /healthz and /readyz (the metadata store
 // answers).
-func compactorHTTP(c *compactor.Compactor, store metadata.Store) http.Handler {
+func compactorHTTP(g prometheus.Gatherer, store metadata.Store) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", c.Metrics())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})

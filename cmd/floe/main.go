@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,7 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"floe/agent"
+	"floe/iceberg"
 	"floe/storage/faulty"
 )
 
@@ -82,8 +86,10 @@ type agentFlags struct {
 	bucketLatency time.Duration
 	cpuProfile    string
 	// compactor, when set (floe dev), runs the compactor's jobs in the
-	// agent's process.
+	// agent's process, and the Iceberg converter beside them.
 	compactor *compactorFlags
+	// iceberg configures the Iceberg catalog the agent serves at /iceberg.
+	iceberg *icebergFlags
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
@@ -203,6 +209,8 @@ func runDev(args []string) error {
 	f.register(fs)
 	f.compactor = devCompactorFlags()
 	f.compactor.register(fs, "compactor-")
+	f.iceberg = devIcebergFlags()
+	f.iceberg.register(fs, true)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -226,6 +234,8 @@ func runAgent(args []string) error {
 	metaURL := fs.String("metadata", "", "metadata store `URL`: postgres://user:pass@host:port/db or sqlite://PATH")
 	bucketURL := fs.String("bucket", "", "bucket `URL`: s3://BUCKET[/prefix]?endpoint=URL&region=R, file://DIR or mem://")
 	f.register(fs)
+	f.iceberg = defaultIcebergFlags()
+	f.iceberg.register(fs, false)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -273,17 +283,38 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	// The compactor starts first (its metrics join the agent's) and
-	// yields to the agent once it exists.
+	if err := f.iceberg.check(); err != nil {
+		return err
+	}
+	cat, closeCat, err := f.iceberg.openCatalog(ctx, metaURL, bucketURL, log)
+	if err != nil {
+		return err
+	}
+	defer closeCat()
+	if cat != nil {
+		f.cfg.HTTPHandlers = map[string]http.Handler{"/iceberg/": iceberg.RESTHandler("/iceberg", cat, log)}
+	}
+
+	// The compactor and the converter start first (their metrics join the
+	// agent's); the compactor yields to the agent once it exists.
 	var ag atomic.Pointer[agent.Agent]
 	if f.compactor != nil {
+		var gs prometheus.Gatherers
+		if cat != nil {
+			f.iceberg.conv.ID = f.compactor.cfg.ID
+			conv := iceberg.NewConverter(f.iceberg.conv, store, bucket, cat, log)
+			f.compactor.cfg.RetentionHold = conv.Hold
+			conv.Start(ctx)
+			defer conv.Close()
+			gs = append(gs, conv.Gatherer())
+		}
 		f.compactor.cfg.Busy = func() bool { a := ag.Load(); return a != nil && a.ProduceBusy() }
 		c, err := startCompactor(ctx, f.compactor, store, bucket, log)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		f.cfg.ExtraMetrics = c.Gatherer()
+		f.cfg.ExtraMetrics = append(gs, c.Gatherer())
 	}
 	a := agent.New(f.cfg, store, bucket, log)
 	ag.Store(a)

@@ -1,0 +1,545 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+	"floe/storage"
+)
+
+// Table properties floe keeps on every topic table.
+const (
+	// propNextOffsets is the JSON object {"partition": next offset} of
+	// what the table holds: every record of partition p below its value is
+	// in the table (or was a control batch or aborted). It is committed
+	// with the data files it covers, as a table property (the converter
+	// resumes from it; maintenance leaves it alone) and in the summary of
+	// the snapshot that added them.
+	propNextOffsets = "floe.next-offsets"
+	propTopic       = "floe.topic"
+	propTopicID     = "floe.topic-id"
+)
+
+// ConverterConfig configures a Converter. Start from DefaultConverterConfig.
+type ConverterConfig struct {
+	// ID names this process as the owner of table leases.
+	ID string
+	// Interval is the pause between cycles (--iceberg-interval): how stale
+	// a table may be.
+	Interval time.Duration
+	// LeaseTTL is how long a table lease lasts without renewal.
+	LeaseTTL time.Duration
+	// Default converts topics that do not set floe.iceberg.enabled.
+	Default bool
+	// TargetFileSize is the Parquet file size the writer aims at.
+	TargetFileSize int64
+	// CycleBytes bounds the record bytes (as stored, compressed) one cycle
+	// reads from one table's topic, split evenly over its partitions, so a
+	// backfill goes in steps that commit and memory stays bounded.
+	CycleBytes int64
+	// Maintenance is how often a table's snapshots are expired, manifests
+	// rewritten, small files compacted and orphan files deleted.
+	Maintenance MaintenanceConfig
+}
+
+// DefaultConverterConfig returns production defaults: a 60 s freshness.
+func DefaultConverterConfig(id string) ConverterConfig {
+	return ConverterConfig{
+		ID:             id,
+		Interval:       time.Minute,
+		LeaseTTL:       time.Minute,
+		TargetFileSize: 128 << 20,
+		CycleBytes:     1 << 30,
+		Maintenance:    DefaultMaintenanceConfig(),
+	}
+}
+
+// Converter converts topics into tables, one cycle per table every Interval.
+type Converter struct {
+	cfg     ConverterConfig
+	store   metadata.Store
+	bucket  storage.Bucket
+	cat     *Catalog
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time
+
+	mu          sync.Mutex
+	lastMaint   map[string]time.Time // per table
+	foreignLogs map[string]time.Time // tables owned by another topic, last logged
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewConverter returns a converter; it does nothing until Start or RunOnce.
+func NewConverter(cfg ConverterConfig, store metadata.Store, bucket storage.Bucket, cat *Catalog, log *slog.Logger) *Converter {
+	return &Converter{
+		cfg: cfg, store: store, bucket: bucket, cat: cat,
+		log:         log.With("component", "iceberg", "owner", cfg.ID),
+		metrics:     newMetrics(),
+		now:         time.Now,
+		lastMaint:   map[string]time.Time{},
+		foreignLogs: map[string]time.Time{},
+	}
+}
+
+// Gatherer exposes the converter's metrics (floe_iceberg_*).
+func (c *Converter) Gatherer() prometheus.Gatherer { return c.metrics.reg }
+
+// Start runs cycles every Interval until Close.
+func (c *Converter) Start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(c.cfg.Interval)
+		defer t.Stop()
+		for {
+			if err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("iceberg cycle failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Close stops the loop and waits for the running cycle.
+func (c *Converter) Close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+}
+
+// Enabled reports whether topic t is converted.
+func (c *Converter) Enabled(t metadata.Topic) bool {
+	if v, ok := t.Configs[ConfigEnabled]; ok {
+		return v == "true"
+	}
+	return c.cfg.Default
+}
+
+// RunOnce runs one cycle of every enabled topic's table, each under its
+// lease (a table another process holds is skipped). It returns the errors
+// of the tables that failed; the others still ran.
+func (c *Converter) RunOnce(ctx context.Context) error {
+	topics, err := c.store.Topics(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range topics {
+		if ctx.Err() != nil {
+			break
+		}
+		if !c.Enabled(t) || metadata.IsInternalTopic(t.Name) {
+			continue
+		}
+		name := TableName(t.Name)
+		l, err := metadata.AcquireJobLease(ctx, c.store, "iceberg/"+name, c.cfg.ID, c.cfg.LeaseTTL)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if l == nil {
+			continue
+		}
+		err = c.cycle(ctx, l, t)
+		if err == nil {
+			err = c.maybeMaintain(ctx, l, t)
+		}
+		if rerr := l.Release(ctx); rerr != nil {
+			c.log.Warn("release table lease failed", "table", name, "err", rerr)
+		}
+		if err != nil && ctx.Err() == nil {
+			errs = append(errs, fmt.Errorf("table %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// errForeign marks a table that belongs to another topic (one deleted and
+// recreated under the same name, or one whose name maps to the same table).
+var errForeign = errors.New("table belongs to another topic")
+
+// table loads topic t's table, creating it if missing. A table whose
+// floe.topic-id is another topic's returns errForeign.
+func (c *Converter) table(ctx context.Context, t metadata.Topic) (*table.Table, error) {
+	tbl, err := c.cat.Load(ctx, t.Name)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		spec := DefaultPartitionSpec
+		if s, ok := t.Configs[ConfigPartitionSpec]; ok {
+			spec = s
+		}
+		ps, perr := ParsePartitionSpec(spec)
+		if perr != nil {
+			return nil, fmt.Errorf("topic %s: %s: %w", t.Name, ConfigPartitionSpec, perr)
+		}
+		tbl, err = c.cat.create(ctx, t.Name, ps, iceberg.Properties{
+			propTopic:   t.Name,
+			propTopicID: hex.EncodeToString(t.ID[:]),
+			// One manifest per commit otherwise; merged past 100.
+			"commit.manifest-merge.enabled": "true",
+			// Bound the metadata.json files each commit leaves behind.
+			"write.metadata.delete-after-commit.enabled": "true",
+			"write.metadata.previous-versions-max":       "20",
+		})
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			tbl, err = c.cat.Load(ctx, t.Name)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if id := tbl.Properties()[propTopicID]; id != hex.EncodeToString(t.ID[:]) {
+		return nil, fmt.Errorf("%w: %s (topic id %s, this topic %x)", errForeign, tbl.Properties()[propTopic], id, t.ID[:])
+	}
+	return tbl, nil
+}
+
+// NextOffsets returns the offsets a table holds records below, per
+// partition (absent partitions: none yet).
+func NextOffsets(tbl *table.Table) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	v, ok := tbl.Properties()[propNextOffsets]
+	if !ok {
+		return out, nil
+	}
+	var m map[string]int64
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
+		return nil, fmt.Errorf("table %s: %s %q: %w", tbl.Identifier(), propNextOffsets, v, err)
+	}
+	for k, off := range m {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %s: partition %q", tbl.Identifier(), propNextOffsets, k)
+		}
+		out[int32(p)] = off
+	}
+	return out, nil
+}
+
+func encodeOffsets(m map[int32]int64) string {
+	s := make(map[string]int64, len(m))
+	for p, off := range m {
+		s[strconv.Itoa(int(p))] = off
+	}
+	b, _ := json.Marshal(s) // sorted keys
+	return string(b)
+}
+
+// span is one partition's part of a cycle: records [from, to) are read,
+// up to budget bytes; next is where the cycle got to.
+type span struct {
+	partition int32
+	from, to  int64
+	budget    int64
+	next      int64
+	aborted   []metadata.AbortedTxn
+}
+
+// cycle converts what topic t committed since the table's last commit.
+func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.Topic) error {
+	name := TableName(t.Name)
+	start := time.Now()
+	tbl, err := c.table(ctx, t)
+	if errors.Is(err, errForeign) {
+		c.reportForeign(name, err)
+		c.metrics.cycles.WithLabelValues(name, "foreign").Inc()
+		return nil
+	}
+	if err != nil {
+		c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+		return err
+	}
+	spans, next, err := c.plan(ctx, t, tbl)
+	if err != nil {
+		c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+		return err
+	}
+	if len(spans) == 0 {
+		c.metrics.cycles.WithLabelValues(name, "idle").Inc()
+		return c.updateLag(ctx, t, name, next)
+	}
+	as, err := arrowSchema()
+	if err != nil {
+		return err
+	}
+	var files []iceberg.DataFile
+	var rows, bytes int64
+	for df, err := range table.WriteRecords(ctx, tbl, as, c.records(ctx, t, spans),
+		table.WithTargetFileSize(c.cfg.TargetFileSize)) {
+		if err != nil {
+			c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+			return fmt.Errorf("write: %w", err)
+		}
+		files = append(files, df)
+		rows += df.Count()
+		bytes += df.FileSizeBytes()
+	}
+	for _, s := range spans {
+		next[s.partition] = s.next
+	}
+	if err := l.Renew(ctx); err != nil {
+		c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+		return err // the files written are orphans
+	}
+	offsets := encodeOffsets(next)
+	txn := tbl.NewTransaction()
+	// Only on top of the snapshot this cycle read: a converter that lost
+	// its lease cannot commit over the one that took it.
+	if err := txn.AssertRefSnapshotID(""); err != nil {
+		return err
+	}
+	if len(files) > 0 {
+		if err := txn.AddDataFiles(ctx, files, iceberg.Properties{propNextOffsets: offsets, propTopic: t.Name}); err != nil {
+			c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+			return fmt.Errorf("add data files: %w", err)
+		}
+	}
+	if err := txn.SetProperties(iceberg.Properties{propNextOffsets: offsets}); err != nil {
+		return err
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		result := "failed"
+		if errors.Is(err, table.ErrCommitFailed) {
+			result = "conflict"
+			c.metrics.conflicts.WithLabelValues(name).Inc()
+		}
+		c.metrics.cycles.WithLabelValues(name, result).Inc()
+		// Whether or not the catalog took it, the next cycle reads the
+		// committed offsets and goes on from there.
+		return fmt.Errorf("commit: %w", err)
+	}
+	c.metrics.cycles.WithLabelValues(name, "ok").Inc()
+	c.metrics.commits.WithLabelValues(name).Inc()
+	c.metrics.rows.WithLabelValues(name).Add(float64(rows))
+	c.metrics.bytes.WithLabelValues(name).Add(float64(bytes))
+	c.metrics.files.WithLabelValues(name).Add(float64(len(files)))
+	c.log.Debug("iceberg commit", "table", name, "rows", rows, "files", len(files), "bytes", bytes,
+		"offsets", offsets, "took", time.Since(start))
+	return c.updateLag(ctx, t, name, next)
+}
+
+// plan returns the spans of partitions with records to convert, and the
+// table's next offsets (to be advanced by the spans).
+func (c *Converter) plan(ctx context.Context, t metadata.Topic, tbl *table.Table) ([]*span, map[int32]int64, error) {
+	next, err := NextOffsets(tbl)
+	if err != nil {
+		return nil, nil, err
+	}
+	parts, err := c.store.Partitions(ctx, t.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	open, err := c.store.FirstOpenOffsets(ctx, t.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var spans []*span
+	budget := max(c.cfg.CycleBytes/int64(max(len(parts), 1)), 1)
+	for _, p := range parts {
+		from := next[p.Partition]
+		if from < p.LogStartOffset {
+			if from > 0 || p.LogStartOffset > 0 {
+				c.log.Warn("records deleted before conversion: the table skips them",
+					"table", TableName(t.Name), "partition", p.Partition, "from", from, "log_start", p.LogStartOffset)
+				c.metrics.skipped.WithLabelValues(TableName(t.Name)).Add(float64(p.LogStartOffset - from))
+			}
+			from = p.LogStartOffset
+		}
+		to := p.NextOffset
+		if o, ok := open[p.Partition]; ok && o < to {
+			to = o // the last stable offset: an open transaction may still abort
+		}
+		next[p.Partition] = from
+		if from >= to {
+			continue
+		}
+		aborted, err := c.store.AbortedTxns(ctx, t.ID, p.Partition, from, to)
+		if err != nil {
+			return nil, nil, err
+		}
+		spans = append(spans, &span{partition: p.Partition, from: from, to: to, budget: budget, next: from, aborted: aborted})
+	}
+	return spans, next, nil
+}
+
+// records reads the spans' records in offset order, partition after
+// partition, and yields them as Arrow record batches. Each span's next
+// is advanced to where its reading stopped: to, or the end of the last
+// index row read once the budget is spent.
+func (c *Converter) records(ctx context.Context, t metadata.Topic, spans []*span) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		b, err := newBatchBuilder()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer b.release()
+		for _, s := range spans {
+			for s.next < s.to && s.budget > 0 {
+				rows, err := c.store.Lookup(ctx, t.ID, s.partition, s.next, s.budget, 64)
+				if err != nil {
+					yield(nil, fmt.Errorf("partition %d at %d: %w", s.partition, s.next, err))
+					return
+				}
+				if len(rows) == 0 {
+					break
+				}
+				for _, r := range rows {
+					if r.BaseOffset >= s.to || s.budget <= 0 {
+						break
+					}
+					data, err := c.bucket.GetRange(ctx, r.ObjectKey, r.ByteOffset, r.ByteLength)
+					if err != nil {
+						yield(nil, fmt.Errorf("read %s: %w", r.ObjectKey, err))
+						return
+					}
+					if err := c.rowRecords(r, data, s, b); err != nil {
+						yield(nil, fmt.Errorf("partition %d row at %d in %s: %w", s.partition, r.BaseOffset, r.ObjectKey, err))
+						return
+					}
+					s.budget -= r.ByteLength
+					s.next = min(r.EndOffset, s.to)
+					for b.full() {
+						if !yield(b.flush(), nil) {
+							return
+						}
+					}
+				}
+			}
+		}
+		if b.rows() > 0 {
+			yield(b.flush(), nil)
+		}
+	}
+}
+
+// rowRecords appends the records of one index row inside [s.next, s.to)
+// that a read_committed consumer sees: no control batches, no records of
+// aborted transactions.
+func (c *Converter) rowRecords(r metadata.IndexEntry, data []byte, s *span, b *batchBuilder) error {
+	end, err := kafkaproto.WalkBatches(data, r.BaseOffset, func(h kafkaproto.BatchHeader, batch []byte, base int64) error {
+		last := base + int64(h.LastOffsetDelta)
+		if h.IsControl() || last < s.next || base >= s.to {
+			return nil
+		}
+		if h.IsTransactional() && isAborted(s.aborted, h.ProducerID, base) {
+			return nil
+		}
+		_, recs, err := kafkaproto.DecodeRecords(batch)
+		if err != nil {
+			return err
+		}
+		for i := range recs {
+			off := base + int64(recs[i].OffsetDelta)
+			if off < s.next || off >= s.to {
+				continue
+			}
+			b.add(s.partition, off, h.RecordTimestamp(recs[i]), h.TimestampType(), &recs[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if end != r.EndOffset {
+		return fmt.Errorf("batches end at %d, the index row at %d", end, r.EndOffset)
+	}
+	return nil
+}
+
+// isAborted reports whether a transactional batch of producer pid at
+// offset off belongs to an aborted transaction.
+func isAborted(aborted []metadata.AbortedTxn, pid, off int64) bool {
+	for _, a := range aborted {
+		if a.ProducerID == pid && off >= a.FirstOffset && off <= a.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// updateLag sets the lag gauges of a table after a cycle.
+func (c *Converter) updateLag(ctx context.Context, t metadata.Topic, name string, next map[int32]int64) error {
+	parts, err := c.store.Partitions(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	var lag int64
+	oldest := int64(-1)
+	for _, p := range parts {
+		n := max(next[p.Partition], p.LogStartOffset)
+		if n >= p.NextOffset {
+			continue
+		}
+		lag += p.NextOffset - n
+		rows, err := c.store.Lookup(ctx, t.ID, p.Partition, n, 1, 1)
+		if err == nil && len(rows) > 0 && (oldest < 0 || rows[0].MinTimestamp < oldest) {
+			oldest = rows[0].MinTimestamp
+		}
+	}
+	c.metrics.lagOffsets.WithLabelValues(name).Set(float64(lag))
+	secs := 0.0
+	if oldest >= 0 {
+		secs = max(c.now().Sub(time.UnixMilli(oldest)).Seconds(), 0)
+	}
+	c.metrics.lagSeconds.WithLabelValues(name).Set(secs)
+	return nil
+}
+
+// reportForeign logs a table that belongs to another topic once an hour.
+func (c *Converter) reportForeign(name string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.foreignLogs[name]; ok && c.now().Sub(last) < time.Hour {
+		return
+	}
+	c.foreignLogs[name] = c.now()
+	c.log.Warn("topic not converted: its table belongs to another topic (drop or rename the table, or rename the topic)",
+		"table", name, "err", err)
+}
+
+// Hold returns, for an enabled topic, per partition the offset below which
+// its records are in its table, so that retention keeps the rest; ok is
+// false for topics that are not converted. A partition absent from the map
+// holds everything (nothing converted yet).
+func (c *Converter) Hold(ctx context.Context, t metadata.Topic) (map[int32]int64, bool, error) {
+	if !c.Enabled(t) || metadata.IsInternalTopic(t.Name) {
+		return nil, false, nil
+	}
+	tbl, err := c.cat.Load(ctx, t.Name)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return map[int32]int64{}, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if tbl.Properties()[propTopicID] != hex.EncodeToString(t.ID[:]) {
+		return nil, false, nil // not this topic's table: nothing to wait for
+	}
+	next, err := NextOffsets(tbl)
+	return next, err == nil, err
+}

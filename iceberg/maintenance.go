@@ -1,0 +1,139 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"floe/metadata"
+)
+
+// MaintenanceConfig says how a table is kept small and fast to plan.
+type MaintenanceConfig struct {
+	// Every is how often a table is maintained (0: never).
+	Every time.Duration
+	// KeepSnapshots snapshots are always kept; older ones go once they are
+	// older than SnapshotAge (time travel reaches back that far).
+	KeepSnapshots int
+	SnapshotAge   time.Duration
+	// OrphanAge is how old a file the table does not reference must be
+	// before it is deleted: longer than any cycle takes between writing a
+	// Parquet file and committing it.
+	OrphanAge time.Duration
+	// CompactMinFiles small files of one partition are rewritten into
+	// files of the converter's TargetFileSize.
+	CompactMinFiles int
+}
+
+// DefaultMaintenanceConfig maintains every hour, keeps a day of snapshots
+// (and at least 10), deletes orphans after a day.
+func DefaultMaintenanceConfig() MaintenanceConfig {
+	return MaintenanceConfig{
+		Every:           time.Hour,
+		KeepSnapshots:   10,
+		SnapshotAge:     24 * time.Hour,
+		OrphanAge:       24 * time.Hour,
+		CompactMinFiles: 8,
+	}
+}
+
+// maybeMaintain maintains t's table if Every has passed since this process
+// last did.
+func (c *Converter) maybeMaintain(ctx context.Context, l *metadata.JobLease, t metadata.Topic) error {
+	m := c.cfg.Maintenance
+	if m.Every <= 0 {
+		return nil
+	}
+	name := TableName(t.Name)
+	c.mu.Lock()
+	last, ok := c.lastMaint[name]
+	due := !ok || c.now().Sub(last) >= m.Every
+	if due {
+		c.lastMaint[name] = c.now()
+	}
+	c.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return c.Maintain(ctx, l, t)
+}
+
+// Maintain runs the maintenance steps on t's table: compact small data
+// files, rewrite manifests, expire snapshots, delete orphan files. Each step
+// is a commit of its own on a freshly loaded table (the converter's offsets
+// are a table property, which none of them changes); a failed step is
+// counted and the next one still runs.
+func (c *Converter) Maintain(ctx context.Context, l *metadata.JobLease, t metadata.Topic) error {
+	name := TableName(t.Name)
+	m := c.cfg.Maintenance
+	steps := []struct {
+		name string
+		fn   func(*table.Table) error
+	}{
+		{"compact", func(tbl *table.Table) error {
+			plan, err := compaction.Analyze(ctx, tbl, compaction.Config{
+				TargetFileSizeBytes: c.cfg.TargetFileSize,
+				MinInputFiles:       uint(max(m.CompactMinFiles, 2)),
+			})
+			if err != nil || len(plan.Groups) == 0 {
+				return err
+			}
+			groups := make([]table.CompactionTaskGroup, len(plan.Groups))
+			for i, g := range plan.Groups {
+				groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
+			}
+			txn := tbl.NewTransaction()
+			if _, err := txn.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{}); err != nil {
+				return err
+			}
+			_, err = txn.Commit(ctx)
+			return err
+		}},
+		{"rewrite-manifests", func(tbl *table.Table) error {
+			if tbl.CurrentSnapshot() == nil {
+				return nil
+			}
+			txn := tbl.NewTransaction()
+			if _, err := txn.RewriteManifests(ctx); err != nil {
+				return err
+			}
+			_, err := txn.Commit(ctx)
+			return err
+		}},
+		{"expire-snapshots", func(tbl *table.Table) error {
+			txn := tbl.NewTransaction()
+			if err := txn.ExpireSnapshots(table.WithRetainLast(max(m.KeepSnapshots, 1)), table.WithOlderThan(m.SnapshotAge)); err != nil {
+				return err
+			}
+			_, err := txn.Commit(ctx)
+			return err
+		}},
+		{"delete-orphans", func(tbl *table.Table) error {
+			_, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(m.OrphanAge))
+			return err
+		}},
+	}
+	var first error
+	for _, s := range steps {
+		if err := l.Renew(ctx); err != nil {
+			return err
+		}
+		tbl, err := c.cat.Load(ctx, t.Name)
+		if err == nil {
+			err = s.fn(tbl)
+		}
+		result := "ok"
+		if err != nil {
+			result = "failed"
+			c.log.Warn("iceberg maintenance step failed", "table", name, "step", s.name, "err", err)
+			if first == nil {
+				first = fmt.Errorf("maintenance %s: %w", s.name, err)
+			}
+		}
+		c.metrics.maint.WithLabelValues(name, s.name, result).Inc()
+	}
+	return first
+}

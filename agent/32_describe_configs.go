@@ -19,10 +19,11 @@ package agent
 // configs floe has no concept of (log.dirs, segment sizes, replica
 // fetchers) are left out. The cluster default resource (name "") lists
 // the dynamic cluster-wide configs, as Kafka does: floe has none. Groups
-// report the KIP-848 session timeout and heartbeat interval every group
-// uses (read-only: floe has no per-group configs). Broker loggers and
-// client metrics subscriptions exist in floe in name only and list
-// nothing.
+// report the KIP-848 session timeout and heartbeat interval in effect for
+// the group (group_configs.go): its own with source GROUP_CONFIG, else
+// the agent's with DEFAULT_CONFIG; whether the group exists does not
+// matter, as in Kafka. Broker loggers and client metrics subscriptions
+// exist in floe in name only and list nothing.
 
 import (
 	"context"
@@ -119,7 +120,14 @@ func (a *Agent) describeResource(ctx context.Context, rr kmsg.DescribeConfigsReq
 		if rr.ResourceName == "" {
 			return nil, kerr.InvalidRequest, "Group name must not be empty"
 		}
-		return a.groupConfigs(), nil, ""
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		stored, err := a.store.GroupConfigs(ctx, rr.ResourceName)
+		if err != nil {
+			a.log.Warn("describe configs: read group configs failed", "group", rr.ResourceName, "err", err)
+			return nil, kerr.UnknownServerError, ""
+		}
+		return a.groupConfigs(stored), nil, ""
 	}
 	return nil, kerr.InvalidRequest, fmt.Sprintf("Unsupported resource type: %d", rr.ResourceType)
 }
@@ -283,6 +291,14 @@ func (a *Agent) brokerConfigs() []describedConfig {
 			doc: "KIP-848 consumer group members that send no heartbeat for this long are removed."},
 		{name: "group.consumer.heartbeat.interval.ms", value: millis(a.coord.ccfg.HeartbeatInterval), source: def, typ: integer,
 			doc: "The heartbeat interval KIP-848 consumer group members are told to keep."},
+		{name: "group.consumer.min.session.timeout.ms", value: millis(a.coord.limits.minSession), source: def, typ: integer,
+			doc: "The shortest consumer.session.timeout.ms a KIP-848 group may set (never above group.consumer.session.timeout.ms)."},
+		{name: "group.consumer.max.session.timeout.ms", value: millis(a.coord.limits.maxSession), source: def, typ: integer,
+			doc: "The longest consumer.session.timeout.ms a KIP-848 group may set (never below group.consumer.session.timeout.ms)."},
+		{name: "group.consumer.min.heartbeat.interval.ms", value: millis(a.coord.limits.minHeartbeat), source: def, typ: integer,
+			doc: "The shortest consumer.heartbeat.interval.ms a KIP-848 group may set (never above group.consumer.heartbeat.interval.ms)."},
+		{name: "group.consumer.max.heartbeat.interval.ms", value: millis(a.coord.limits.maxHeartbeat), source: def, typ: integer,
+			doc: "The longest consumer.heartbeat.interval.ms a KIP-848 group may set (never below group.consumer.heartbeat.interval.ms)."},
 		{name: "transaction.max.timeout.ms", value: millis(txnMaxTimeout), source: def, typ: integer,
 			doc: "The longest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."},
 		{name: "log.cleaner.enable", value: "true", source: def, typ: boolean,
@@ -317,21 +333,31 @@ func (a *Agent) brokerConfigs() []describedConfig {
 	return cs
 }
 
-// groupConfigs lists the KIP-848 group configs Kafka lets each group set:
-// in floe every group uses the coordinator's, which is also their synonym.
-func (a *Agent) groupConfigs() []describedConfig {
-	const doc = " Every group uses the coordinator's value; floe has no per-group configs, so IncrementalAlterConfigs refuses them."
+// groupConfigs lists the KIP-848 group configs Kafka lets each group set
+// (group_configs.go), with the values the group's coordinator applies:
+// the group's own (source GROUP_CONFIG, its own synonym first), else the
+// agent's default (DEFAULT_CONFIG), which is the last synonym either way.
+func (a *Agent) groupConfigs(stored map[string]string) []describedConfig {
 	cfg := func(name, broker string, d time.Duration, what string) describedConfig {
-		v := millis(d)
-		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		s.Name, s.Value, s.Source = broker, &v, kmsg.ConfigSourceDefaultConfig
-		return describedConfig{name: name, value: v, source: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeInt,
-			readOnly: true, doc: what + doc, synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{s}}
+		def := millis(d)
+		dc := describedConfig{name: name, value: def, source: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeInt,
+			doc: what + " Set per group with IncrementalAlterConfigs; " + broker + " is the default."}
+		add := func(name, value string, src kmsg.ConfigSource) {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name, s.Value, s.Source = name, &value, src
+			dc.synonyms = append(dc.synonyms, s)
+		}
+		if v, ok := stored[name]; ok {
+			dc.value, dc.source = v, kmsg.ConfigSourceGroupConfig
+			add(name, v, dc.source)
+		}
+		add(broker, def, kmsg.ConfigSourceDefaultConfig)
+		return dc
 	}
 	return []describedConfig{
-		cfg("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", a.coord.ccfg.HeartbeatInterval,
+		cfg(groupHeartbeatIntervalConfig, "group.consumer.heartbeat.interval.ms", a.coord.ccfg.HeartbeatInterval,
 			"The heartbeat interval the group's members are told to keep."),
-		cfg("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", a.coord.ccfg.SessionTimeout,
-			"Members that send no heartbeat for this long are removed from the group."),
+		cfg(groupSessionTimeoutConfig, "group.consumer.session.timeout.ms", a.coord.ccfg.SessionTimeout,
+			"Members that send no heartbeat for this long are removed from the group (from their next heartbeat after a change)."),
 	}
 }

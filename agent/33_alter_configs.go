@@ -2,13 +2,13 @@ package agent
 
 // AlterConfigs (key 33), versions 0–2: Kafka's legacy, non-incremental
 // config change. Each resource's configs become exactly the ones given:
-// on a topic, configs not named are removed (reverting to their defaults),
-// in one store transaction. The checks and answers are
+// on a topic or a group, configs not named are removed (reverting to their
+// defaults), in one store transaction. The checks and answers are
 // IncrementalAlterConfigs' (44_incremental_alter_configs.go) for a request
 // of SETs, with Kafka's differences: a null value is INVALID_REQUEST,
 // broker loggers are an unknown resource type (Kafka never served them
-// here), and a broker or group resource given no configs succeeds (it has
-// no dynamic configs to remove).
+// here), and a broker resource given no configs succeeds (it has no
+// dynamic configs to remove).
 
 import (
 	"context"

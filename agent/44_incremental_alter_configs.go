@@ -28,11 +28,15 @@ package agent
 // a DELETE succeeds, as there is no dynamic value to remove. The resource
 // name must be "" or this agent's node id (INVALID_REQUEST otherwise).
 //
-// Groups (KIP-848 group configs): the coordinator applies one session
-// timeout and heartbeat interval to every group, so a change is
-// INVALID_CONFIG naming them; DELETE succeeds. Broker loggers: floe has no
-// named loggers, INVALID_CONFIG. Client metrics subscriptions (KIP-714)
-// and other types: INVALID_REQUEST.
+// Groups (KIP-848 group configs, group_configs.go): SET and DELETE of
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms, checked
+// as Kafka checks them on the group's configs after the change
+// (INVALID_CONFIG: unknown names, share-group ones included, values out of
+// range or bounds; APPEND and SUBTRACT, as no group config is a list),
+// stored in one store transaction (Store.UpdateGroupConfigs) and applied
+// by the group's coordinator; the empty name is INVALID_REQUEST. Broker
+// loggers: floe has no named loggers, INVALID_CONFIG. Client metrics
+// subscriptions (KIP-714) and other types: INVALID_REQUEST.
 
 import (
 	"context"
@@ -148,15 +152,7 @@ func (a *Agent) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, 
 		}
 		return nil
 	case kmsg.ConfigResourceTypeGroupConfig:
-		if name == "" {
-			return alterErr(kerr.InvalidRequest, "Group name must not be empty")
-		}
-		if set := setNames(changes); len(set) > 0 {
-			gc := a.groupConfigs()
-			return alterErr(kerr.InvalidConfig, "floe does not support per-group configs (%s): every group uses %s=%s and %s=%s",
-				strings.Join(set, ", "), gc[0].name, gc[0].value, gc[1].name, gc[1].value)
-		}
-		return nil
+		return a.alterGroupConfigs(ctx, name, changes, replace, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if !replace {
 			if set := setNames(changes); len(set) > 0 {
@@ -233,7 +229,7 @@ func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []c
 		}
 	}
 	update := func(cur map[string]string) (map[string]string, error) {
-		next, err := applyTopicChanges(cur, changes, replace)
+		next, err := applyConfigChanges(cur, changes, replace)
 		if err != nil {
 			return nil, err
 		}
@@ -267,10 +263,12 @@ func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []c
 	return &alterError{code, msg}
 }
 
-// applyTopicChanges computes a topic's configs after changes, from its
-// stored configs cur (changed in place), and checks what APPEND and
+// applyConfigChanges computes a resource's configs after changes, from
+// its stored configs cur (changed in place), and checks what APPEND and
 // SUBTRACT produced. With replace the result is exactly the changes.
-func applyTopicChanges(cur map[string]string, changes []configChange, replace bool) (map[string]string, *alterError) {
+// APPEND and SUBTRACT reach it only for topic list configs (groups have
+// no list configs: alterGroupConfigs refuses them before).
+func applyConfigChanges(cur map[string]string, changes []configChange, replace bool) (map[string]string, *alterError) {
 	if cur == nil || replace {
 		cur = map[string]string{}
 	}

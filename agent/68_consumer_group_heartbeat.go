@@ -11,7 +11,10 @@ package agent
 // answers GROUP_ID_NOT_FOUND, as Kafka does without a migration policy.
 // Regex subscriptions (v1 SubscribedTopicRegex) are resolved here, against
 // every topic including internal ones, as Kafka does; a regex Go's RE2 cannot
-// compile is INVALID_REGULAR_EXPRESSION.
+// compile is INVALID_REGULAR_EXPRESSION. The heartbeat interval answered and
+// the session timeout applied are the group's configs
+// (consumer.heartbeat.interval.ms, consumer.session.timeout.ms;
+// group_configs.go) where it sets them, else the agent's.
 
 import (
 	"context"
@@ -91,6 +94,9 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 			}
 			e.cg = group.NewConsumerGroup(e.id, a.coord.ccfg)
 		}
+		cfg := a.coord.consumerConfig(ctx, e, now)
+		e.cg.Configure(cfg)
+		resp.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
 		res = e.cg.Heartbeat(now, hr, counts)
 	}); code != nil {
 		return fail(code)

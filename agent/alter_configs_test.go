@@ -169,8 +169,9 @@ func TestIncrementalAlterConfigsTopic(t *testing.T) {
 	}
 }
 
-// TestIncrementalAlterConfigsBrokerAndGroup: floe changes no broker or
-// group config at runtime, so nothing is stored and the answer says so.
+// TestIncrementalAlterConfigsBrokerAndGroup: floe changes no broker config
+// at runtime, so nothing is stored and the answer says so; group configs
+// are stored (TestGroupConfigsAlter has their refusals).
 func TestIncrementalAlterConfigsBrokerAndGroup(t *testing.T) {
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t)
@@ -191,11 +192,10 @@ func TestIncrementalAlterConfigsBrokerAndGroup(t *testing.T) {
 			kerr.InvalidRequest, "Unexpected broker id, expected " + self + ", but received 77"},
 		{"broker name", incAlter{kmsg.ConfigResourceTypeBroker, "x", nil}, kerr.InvalidRequest, "Node id must be an integer, but it is: x"},
 		{"group SET", incAlter{kmsg.ConfigResourceTypeGroupConfig, "g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("consumer.session.timeout.ms", "50000")}},
-			kerr.InvalidConfig, "floe does not support per-group configs (consumer.session.timeout.ms): every group uses consumer.heartbeat.interval.ms=" +
-				millis(ta.coord.ccfg.HeartbeatInterval) + " and consumer.session.timeout.ms=" + millis(ta.coord.ccfg.SessionTimeout)},
+			nil, ""},
 		{"group DELETE", incAlter{kmsg.ConfigResourceTypeGroupConfig, "g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
 			opOf(kmsg.IncrementalAlterConfigOpDelete, "consumer.session.timeout.ms", nil)}}, nil, ""},
-		{"empty group", incAlter{kmsg.ConfigResourceTypeGroupConfig, "", nil}, kerr.InvalidRequest, "Group name must not be empty"},
+		{"empty group", incAlter{kmsg.ConfigResourceTypeGroupConfig, "", nil}, kerr.InvalidRequest, "Default group resources are not allowed."},
 		{"logger", incAlter{kmsg.ConfigResourceTypeBrokerLogger, self, []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("kafka.server", "DEBUG")}},
 			kerr.InvalidConfig, "floe has no named loggers"},
 		{"client metrics", incAlter{kmsg.ConfigResourceTypeClientMetrics, "m", nil}, kerr.InvalidRequest, "KIP-714"},
@@ -276,9 +276,9 @@ func TestApplyTopicChanges(t *testing.T) {
 		{map[string]string{"a": "1"}, []configChange{{"retention.ms", kmsg.IncrementalAlterConfigOpSet, v("9")}}, true,
 			map[string]string{"retention.ms": "9"}},
 	} {
-		got, err := applyTopicChanges(maps.Clone(tc.cur), tc.changes, tc.replace)
+		got, err := applyConfigChanges(maps.Clone(tc.cur), tc.changes, tc.replace)
 		if err != nil || !maps.Equal(got, tc.want) {
-			t.Errorf("applyTopicChanges(%v, %+v) = %v, %v; want %v", tc.cur, tc.changes, got, err, tc.want)
+			t.Errorf("applyConfigChanges(%v, %+v) = %v, %v; want %v", tc.cur, tc.changes, got, err, tc.want)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,7 +60,10 @@ type coordinator struct {
 	// shorten it).
 	retention time.Duration
 	gcfg      group.Config
-	ccfg      group.ConsumerConfig
+	// ccfg is the KIP-848 settings of groups that set no group configs;
+	// limits bounds what group configs may set (group_configs.go).
+	ccfg   group.ConsumerConfig
+	limits consumerLimits
 
 	mu     sync.Mutex
 	groups map[string]*groupEntry
@@ -77,6 +81,12 @@ type groupEntry struct {
 	exists     bool                 // the store knew the group, or a member joined
 	lastUsed   time.Time
 	gone       bool // removed from the map: callers must look again
+	// configs are the group's configs as last read from the store (nil
+	// until read), at configsRead; configsStale, set without e.mu by an
+	// alter through this agent, asks for them to be read again.
+	configs      map[string]string
+	configsRead  time.Time
+	configsStale atomic.Bool
 }
 
 func newCoordinator(a *Agent) *coordinator {
@@ -95,6 +105,7 @@ func newCoordinator(a *Agent) *coordinator {
 		HeartbeatInterval: a.cfg.ConsumerGroupHeartbeatInterval,
 		NewMemberID:       func() string { return newMemberID("") },
 	}
+	c.limits = newConsumerLimits(&a.cfg)
 	return c
 }
 
@@ -225,7 +236,11 @@ func (c *coordinator) load(ctx context.Context, e *groupEntry, now time.Time) er
 	e.exists = true
 	e.cg = nil
 	if rec.ProtocolType == consumerProtocolType848 {
-		cg, err := group.RestoreConsumerGroup(e.id, c.ccfg, rec.State, now)
+		// The members' restored sessions are the group's own.
+		if err := c.readGroupConfigs(ctx, e, now); err != nil {
+			return err
+		}
+		cg, err := group.RestoreConsumerGroup(e.id, applyGroupConfigs(c.ccfg, e.configs), rec.State, now)
 		if err != nil {
 			return err
 		}

@@ -168,7 +168,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	r = describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeGroupConfig, "g")
 	gs := configsByName(r)
 	if len(gs) != 2 || deref(gs["consumer.session.timeout.ms"].Value) != millis(ta.coord.ccfg.SessionTimeout) ||
-		!gs["consumer.heartbeat.interval.ms"].ReadOnly {
+		gs["consumer.heartbeat.interval.ms"].ReadOnly {
 		t.Fatalf("group configs: %+v", r.Configs)
 	}
 	sameSynonyms(t, "group session timeout", synonymsOf(gs["consumer.session.timeout.ms"]),

@@ -156,7 +156,7 @@ func TestJoinGroupVersions(t *testing.T) {
 }
 
 // twoAgents starts two agents over one SQLite file that see each other.
-func twoAgents(t *testing.T, ctx context.Context) []*Agent {
+func twoAgents(t *testing.T, ctx context.Context, opts ...func(*Config)) []*Agent {
 	dir := t.TempDir()
 	var agents []*Agent
 	for range 2 {
@@ -167,6 +167,9 @@ func twoAgents(t *testing.T, ctx context.Context) []*Agent {
 		cfg := DefaultConfig()
 		cfg.KafkaAddr, cfg.HTTPAddr = "127.0.0.1:0", ""
 		cfg.HeartbeatInterval = 100 * time.Millisecond
+		for _, o := range opts {
+			o(&cfg)
+		}
 		a := New(cfg, store, mem.New(), nil)
 		if err := a.Start(ctx); err != nil {
 			t.Fatal(err)

@@ -81,7 +81,9 @@ func (a Assignment) size() int {
 
 func (a Assignment) equal(b Assignment) bool { return a.minus(b).size() == 0 && b.minus(a).size() == 0 }
 
-// ConsumerConfig holds the KIP-848 group settings.
+// ConsumerConfig holds the KIP-848 group settings: the coordinator's
+// defaults, or what the group's own configs (consumer.session.timeout.ms,
+// consumer.heartbeat.interval.ms) make of them.
 type ConsumerConfig struct {
 	SessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	HeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
@@ -148,6 +150,14 @@ func NewConsumerGroup(id string, cfg ConsumerConfig) *ConsumerGroup {
 	return &ConsumerGroup{cfg: cfg, id: id, assignor: UniformAssignor, members: map[string]*cmember{},
 		targets: map[string]Assignment{}, topics: map[string]int32{}}
 }
+
+// Configure replaces the group's settings. As in Kafka, a new session
+// timeout applies to each member from its next heartbeat on: the deadline
+// a member already has stands.
+func (g *ConsumerGroup) Configure(cfg ConsumerConfig) { g.cfg = cfg }
+
+// Config is the group's settings.
+func (g *ConsumerGroup) Config() ConsumerConfig { return g.cfg }
 
 // TakeChanged reports whether durable state changed since the last call.
 func (g *ConsumerGroup) TakeChanged() bool {

@@ -265,3 +265,36 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("after restore: %+v, group epoch %d, want epoch %d unchanged", r, h.g.Epoch(), epoch)
 	}
 }
+
+// TestConsumerGroupConfigure: a group's new session timeout (its
+// consumer.session.timeout.ms) applies to a member from its next
+// heartbeat, as in Kafka: the deadline it had stands until then.
+func TestConsumerGroupConfigure(t *testing.T) {
+	h := newCH(t) // 10 s sessions
+	m := h.join("a").MemberID
+	cfg := h.g.Config()
+	cfg.SessionTimeout, cfg.HeartbeatInterval = 2*time.Second, 500*time.Millisecond
+	h.g.Configure(cfg)
+	if got := h.g.Config(); got.SessionTimeout != 2*time.Second || got.HeartbeatInterval != 500*time.Millisecond {
+		t.Fatalf("Config after Configure: %+v", got)
+	}
+	h.now = h.now.Add(3 * time.Second)
+	h.g.Tick(h.now, h.topics)
+	if h.g.IsEmpty() {
+		t.Fatal("member removed before its old 10 s deadline")
+	}
+	r := h.hb(HeartbeatRequest{MemberID: m, MemberEpoch: 1, RebalanceTimeout: -1})
+	if r.Err != 0 {
+		t.Fatalf("heartbeat: error %d", r.Err)
+	}
+	h.now = h.now.Add(1900 * time.Millisecond)
+	h.g.Tick(h.now, h.topics)
+	if h.g.IsEmpty() {
+		t.Fatal("member removed within its new 2 s session")
+	}
+	h.now = h.now.Add(100 * time.Millisecond)
+	h.g.Tick(h.now, h.topics)
+	if !h.g.IsEmpty() {
+		t.Fatal("member kept past its new 2 s session")
+	}
+}

@@ -2,9 +2,13 @@ package agent
 
 // CreateTopics (key 19), versions 0–7.
 //
-// Partition count -1 means the agent default. Configs are stored as given;
-// validate-only checks everything and creates nothing. v7 answers carry the
-// topic id.
+// Partition count -1 means the agent default. Configs are checked as
+// AlterConfigs and IncrementalAlterConfigs check them, by the one table of
+// topic configs (checkTopicConfig in topics.go): a name that is no Kafka
+// (or floe.*) topic config, a value of the wrong type or range, a fixed
+// config's other values and a null value are INVALID_CONFIG in Kafka's
+// words; the rest are stored as given. Validate-only checks everything
+// and creates nothing. v7 answers carry the topic id.
 //
 // Replication factor (docs/compatibility.md): a partition's one copy is in
 // object storage and no agent holds a replica, so every topic has
@@ -122,15 +126,25 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if code, msg := a.checkPartitionsPerTopic(rt.Topic, partitions); code != nil {
 		return code, msg
 	}
+	// The configs are checked as AlterConfigs checks them, with the same
+	// table (checkTopicConfig); a name given twice takes its last value, as
+	// in Kafka.
 	configs := make(map[string]string, len(rt.Configs))
+	var nulls []string
 	for _, c := range rt.Configs {
 		if c.Value == nil {
+			nulls = append(nulls, c.Name)
 			continue
 		}
-		if err := validTopicConfig(c.Name, *c.Value); err != nil {
-			return kerr.InvalidConfig, err.Error()
-		}
 		configs[c.Name] = *c.Value
+	}
+	if len(nulls) > 0 {
+		return kerr.InvalidConfig, "Null value not supported for topic configs: " + strings.Join(nulls, ",")
+	}
+	for _, name := range sortedKeys(configs) {
+		if why := checkTopicConfig(name, configs[name]); why != "" {
+			return kerr.InvalidConfig, why
+		}
 	}
 	if ctx.Err() != nil {
 		return kerr.RequestTimedOut, "the request's timeout passed before the topic was created"
@@ -308,24 +322,6 @@ func validTopicName(name string) error {
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return fmt.Errorf("topic name %q contains characters other than ASCII alphanumerics, '.', '_' and '-'", name)
-		}
-	}
-	return nil
-}
-
-// validTopicConfig checks numeric topic configs that floe itself enforces.
-func validTopicConfig(name, value string) error {
-	switch name {
-	case "max.message.bytes":
-		var n int64
-		if _, err := fmt.Sscan(value, &n); err != nil || n < 0 {
-			return fmt.Errorf("invalid value %q for %s", value, name)
-		}
-	case "cleanup.policy":
-		for _, p := range strings.Split(value, ",") {
-			if p := strings.TrimSpace(p); p != "delete" && p != "compact" {
-				return fmt.Errorf("invalid value %q for %s", value, name)
-			}
 		}
 	}
 	return nil

@@ -180,7 +180,7 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 		d, known := topicConfigDefs[name]
 		dc := describedConfig{name: name, typ: topicConfigType(name), doc: d.doc}
 		if !known {
-			dc.doc = "Not a Kafka topic config: stored as given at creation, with no effect."
+			dc.doc = "Not a Kafka topic config: stored at creation by a floe that did not check names yet, with no effect."
 		}
 		var syn []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 		add := func(name, value string, src kmsg.ConfigSource) {

@@ -101,7 +101,7 @@ export FLOE_KAFKAGO_NOT_RUN := TestReaderConsumerGroup/verify_offset_committed \
 	TestReaderConsumerGroup/consumer_group_rebalance
 
 # Packages with concurrency, tested under the race detector.
-RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./internal/...
+RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./iceberg/... ./internal/...
 
 .PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test kafka-go-test clean
 
@@ -128,7 +128,7 @@ lint:
 ## PostgreSQL + MinIO with the kfake and raw-PUT baselines; writes docs/benchmarks.md and docs/bench/
 bench: build minio postgres
 	mkdir -p docs/bench
-	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... \
+	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./iceberg/... \
 		> docs/bench/go-bench.txt || { cat docs/bench/go-bench.txt; exit 1; }
 	cat docs/bench/go-bench.txt
 	$(GO) run ./internal/bench/matrix --floe ./bin/floe --out docs

@@ -91,8 +91,10 @@ func ParsePartitionSpec(s string) (iceberg.PartitionSpec, error) {
 		}
 		name, col := strings.TrimSpace(term[:open]), strings.TrimSpace(term[open+1:len(term)-1])
 		tr, err := iceberg.ParseTransform(name)
-		if err != nil {
-			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: %w", term, err)
+		if _, unknown := tr.(iceberg.UnknownTransform); unknown || err != nil {
+			// iceberg-go parses names it does not know as a transform that
+			// blocks every write; refuse them here instead.
+			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: invalid transform %q (want identity, year, month, day, hour, bucket[N], truncate[W], void)", term, name)
 		}
 		f, ok := sc.FindFieldByName(col)
 		if !ok || f.ID > idHeaders || f.ID == idHeaders {

@@ -111,7 +111,7 @@ func runCompactor(args []string) error {
 	var conv *iceberg.Converter
 	var gs prometheus.Gatherers
 	if cat != nil {
-		ice.conv.ID = cf.cfg.ID
+		ice.conv.ID, ice.conv.LeaseTTL = cf.cfg.ID, cf.cfg.LeaseTTL
 		conv = iceberg.NewConverter(ice.conv, store, bucket, cat, log)
 		cf.cfg.RetentionHold = conv.Hold
 		gs = append(gs, conv.Gatherer())

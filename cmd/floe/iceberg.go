@@ -68,8 +68,8 @@ func (f *icebergFlags) check() error {
 		return nil
 	}
 	c := f.conv
-	if c.Interval <= 0 || c.TargetFileSize <= 0 || c.CycleBytes <= 0 || c.Maintenance.OrphanAge < time.Minute {
-		return errors.New("iceberg: interval, target file size and cycle bytes must be positive, orphan age at least 1m")
+	if c.Interval <= 0 || c.TargetFileSize <= 0 || c.CycleBytes <= 0 || c.Maintenance.OrphanAge <= 0 {
+		return errors.New("iceberg: interval, target file size, cycle bytes and orphan age must be positive")
 	}
 	if f.warehouse == "" || strings.Contains(f.warehouse, "..") {
 		return fmt.Errorf("iceberg: warehouse folder %q", f.warehouse)

@@ -301,7 +301,7 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	if f.compactor != nil {
 		var gs prometheus.Gatherers
 		if cat != nil {
-			f.iceberg.conv.ID = f.compactor.cfg.ID
+			f.iceberg.conv.ID, f.iceberg.conv.LeaseTTL = f.compactor.cfg.ID, f.compactor.cfg.LeaseTTL
 			conv := iceberg.NewConverter(f.iceberg.conv, store, bucket, cat, log)
 			f.compactor.cfg.RetentionHold = conv.Hold
 			conv.Start(ctx)

@@ -1,0 +1,131 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/metadata"
+	"floe/metadata/sqlite"
+	"floe/storage"
+	"floe/storage/file"
+)
+
+// BenchmarkConvert measures conversion of 1 KiB records (8 partitions,
+// batches of 100 records, 1,000 records per partition per object) from a
+// directory bucket into a table on SQLite and the same directory: one
+// op is one cycle over 64 MiB of records. MB/s is the conversion
+// throughput; cpu-s/GB the process CPU time (all cores) the cycles took
+// per GB of records: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
+func BenchmarkConvert(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "meta.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	bucket, err := file.New(filepath.Join(dir, "objects"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sqlite.OpenDB(filepath.Join(dir, "meta.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	cat, err := OpenCatalog(ctx, CatalogConfig{DB: db, Dialect: "sqlite", Namespace: "floe",
+		Warehouse: "file://" + filepath.Join(dir, "objects", "iceberg")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConverterConfig("bench")
+	cfg.Maintenance.Every = 0
+	conv := NewConverter(cfg, store, bucket, cat, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	const partitions, perBatch, batchesPerObject, recSize = 8, 100, 10, 1024
+	perOp := int64(64 << 20)
+	b.SetBytes(perOp)
+	var cpu time.Duration
+	value := make([]byte, recSize-24)
+	for i := range value {
+		value[i] = byte('a' + i%26) // compressible as JSON-ish payloads are
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := "bench" + string(rune('a'+i%26)) + time.Now().Format("150405.000000")
+		tp, err := store.CreateTopic(ctx, name, partitions, map[string]string{ConfigEnabled: "true"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for written := int64(0); written < perOp; {
+			w := storage.NewObjectWriter()
+			for p := range int32(partitions) {
+				for range batchesPerObject {
+					batch := benchBatch(perBatch, value)
+					w.Add(storage.TopicID(tp.ID), p, batch, perBatch, time.Now().UnixMilli(), time.Now().UnixMilli())
+					written += int64(perBatch * recSize)
+				}
+			}
+			obj, runs := w.Finish()
+			key := storage.NewObjectKey()
+			if err := bucket.Put(ctx, key, obj); err != nil {
+				b.Fatal(err)
+			}
+			commit := metadata.ObjectCommit{Key: key, Size: int64(len(obj)), AgentID: "bench"}
+			for _, r := range runs {
+				commit.Runs = append(commit.Runs, metadata.RunCommit{TopicID: metadata.TopicID(r.TopicID), Partition: r.Partition,
+					ByteOffset: r.Offset, ByteLength: r.Length, Batches: r.Batches, Records: r.Records,
+					MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp})
+			}
+			if _, err := store.CommitObject(ctx, commit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		l, err := metadata.AcquireJobLease(ctx, store, "iceberg/"+name, "bench", time.Minute)
+		if err != nil || l == nil {
+			b.Fatal(err)
+		}
+		before := cpuTime()
+		b.StartTimer()
+		if err := conv.cycle(ctx, l, tp); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cpu += cpuTime() - before
+	}
+	b.ReportMetric(cpu.Seconds()/(float64(perOp)*float64(b.N)/1e9), "cpu-s/GB")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchBatch is an uncompressed v2 batch of n records with the given value.
+func benchBatch(n int, value []byte) []byte {
+	var recs []byte
+	for i := range n {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte("key-0000"), Value: value}
+		body := r.AppendTo(nil)[1:]
+		r.Length = int32(len(body))
+		recs = r.AppendTo(recs)
+	}
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, PartitionLeaderEpoch: -1, LastOffsetDelta: int32(n - 1), FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: recs}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}

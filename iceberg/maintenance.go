@@ -74,10 +74,12 @@ func (c *Converter) Maintain(ctx context.Context, l *metadata.JobLease, t metada
 		fn   func(*table.Table) error
 	}{
 		{"compact", func(tbl *table.Table) error {
-			plan, err := compaction.Analyze(ctx, tbl, compaction.Config{
-				TargetFileSizeBytes: c.cfg.TargetFileSize,
-				MinInputFiles:       uint(max(m.CompactMinFiles, 2)),
-			})
+			cc := compaction.DefaultConfig()
+			cc.TargetFileSizeBytes = c.cfg.TargetFileSize
+			cc.MinFileSizeBytes = c.cfg.TargetFileSize * 3 / 4
+			cc.MaxFileSizeBytes = c.cfg.TargetFileSize * 9 / 5
+			cc.MinInputFiles = uint(max(m.CompactMinFiles, 2))
+			plan, err := compaction.Analyze(ctx, tbl, cc)
 			if err != nil || len(plan.Groups) == 0 {
 				return err
 			}

@@ -265,10 +265,30 @@ func ptr(s string) *string { return &s }
 // the aborted transaction, no control records, no duplicates.
 func TestIcebergTableEmbedded(t *testing.T) {
 	dir := t.TempDir()
-	dev := startFloe(t, "dev", "--data-dir", dir, "--iceberg-interval", "300ms")
+	dev := startFloe(t, "dev", "--data-dir", dir, "--iceberg-interval", "300ms",
+		"--iceberg-maintenance-interval", "1s", "--iceberg-orphan-age", "1s", "--iceberg-snapshot-age", "1s", "--iceberg-keep-snapshots", "2")
 	ctx := testContext(t, 2*time.Minute)
 	createTableTopic(t, ctx, dev.Addr, "orders.v1", map[string]*string{"floe.iceberg.enabled": ptr("true")})
-	want := produceForTable(t, ctx, dev.Addr, "orders.v1")
+	want := map[rowKey]tableRow{}
+	for range 3 { // cycles apart: small files for maintenance to compact
+		for k, v := range produceForTable(t, ctx, dev.Addr, "orders.v1") {
+			want[k] = v
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	waitTable(t, ctx, dev.HTTPAddr, "orders_v1", want)
+	// Maintenance (compaction, manifests, expiry, orphans) leaves the rows.
+	for _, step := range []string{"compact", "rewrite-manifests", "expire-snapshots", "delete-orphans"} {
+		series := fmt.Sprintf(`floe_iceberg_maintenance_total{result="ok",step=%q,table="orders_v1"}`, step)
+		for deadline := time.Now().Add(20 * time.Second); dev.metric(t, series) == 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s:\n%s", series, dev.Log())
+			}
+		}
+	}
+	if m := dev.metricsText(t); strings.Contains(m, `result="failed"`) {
+		t.Fatalf("failed iceberg steps:\n%s", m)
+	}
 	waitTable(t, ctx, dev.HTTPAddr, "orders_v1", want)
 	if got := dev.metric(t, `floe_iceberg_rows_written_total{table="orders_v1"}`); int(got) != len(want) {
 		t.Fatalf("floe_iceberg_rows_written_total %v, want %d", got, len(want))

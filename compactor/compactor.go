@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"floe/internal/periodic"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -118,8 +119,7 @@ type Compactor struct {
 	loggedMu sync.Mutex
 	logged   map[any]time.Time
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	loop *periodic.Loop
 }
 
 // New returns a compactor; it does nothing until Start or RunOnce.
@@ -143,33 +143,14 @@ func (c *Compactor) Gatherer() prometheus.Gatherer { return c.metrics.reg }
 
 // Start runs rounds every Interval until Close.
 func (c *Compactor) Start(ctx context.Context) {
-	ctx, c.cancel = context.WithCancel(ctx)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(c.cfg.Interval)
-		defer t.Stop()
-		for {
-			if err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("compaction round failed", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	c.loop = periodic.Start(ctx, c.cfg.Interval, c.RunOnce, func(err error) {
+		c.log.Warn("compaction round failed", "err", err)
+	})
 }
 
 // Close stops the loop and waits for the running job to notice. Leases
 // held are released so another compactor may continue at once.
-func (c *Compactor) Close() {
-	if c.cancel != nil {
-		c.cancel()
-	}
-	c.wg.Wait()
-}
+func (c *Compactor) Close() { c.loop.Close() }
 
 // Job names, used as lease names and metric labels.
 const (

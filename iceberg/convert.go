@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"floe/internal/periodic"
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/storage"
@@ -84,8 +85,7 @@ type Converter struct {
 	lastMaint   map[string]time.Time // per table
 	foreignLogs map[string]time.Time // tables owned by another topic, last logged
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	loop *periodic.Loop
 }
 
 // NewConverter returns a converter; it does nothing until Start or RunOnce.
@@ -105,32 +105,13 @@ func (c *Converter) Gatherer() prometheus.Gatherer { return c.metrics.reg }
 
 // Start runs cycles every Interval until Close.
 func (c *Converter) Start(ctx context.Context) {
-	ctx, c.cancel = context.WithCancel(ctx)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(c.cfg.Interval)
-		defer t.Stop()
-		for {
-			if err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("iceberg cycle failed", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	c.loop = periodic.Start(ctx, c.cfg.Interval, c.RunOnce, func(err error) {
+		c.log.Warn("iceberg cycle failed", "err", err)
+	})
 }
 
 // Close stops the loop and waits for the running cycle.
-func (c *Converter) Close() {
-	if c.cancel != nil {
-		c.cancel()
-	}
-	c.wg.Wait()
-}
+func (c *Converter) Close() { c.loop.Close() }
 
 // Enabled reports whether topic t is converted.
 func (c *Converter) Enabled(t metadata.Topic) bool {

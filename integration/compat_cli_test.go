@@ -301,19 +301,7 @@ func TestCompatKcat(t *testing.T) {
 // cliKafkajsSetup installs integration/js with npm ci and returns node's path,
 // the js directory and "kafkajs VERSION".
 func cliKafkajsSetup(t *testing.T) (node, dir, client string) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm not installed")
-	}
-	dir, _ = filepath.Abs("js")
-	install := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--silent")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
+	node, dir = npmInstall(t, "js")
 	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "kafkajs", "package.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -327,19 +326,7 @@ func TestGroupKcat(t *testing.T) {
 // TestGroupKafkajs runs js/group.js: two kafkajs consumers in one group
 // (JoinGroup ≤5, OffsetCommit ≤5) consume and commit everything.
 func TestGroupKafkajs(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm not installed")
-	}
-	dir, _ := filepath.Abs("js")
-	install := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--silent")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
+	node, dir := npmInstall(t, "js")
 	p := startFloe(t, "dev", "--data-dir", t.TempDir())
 	ctx := testContext(t, 2*time.Minute)
 	const n = 200

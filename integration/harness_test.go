@@ -233,3 +233,27 @@ func missingTool(t testing.TB, what, missing, target string) {
 	}
 	t.Skipf("%s: %s (make %s builds it)", what, missing, target)
 }
+
+// npmInstall installs the pinned packages of integration/<folder> with npm ci
+// (its package-lock.json names no registry host) and returns node's path and
+// the folder's absolute path. Without node and npm the test is skipped.
+func npmInstall(t testing.TB, folder string) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not installed")
+	}
+	dir, err = filepath.Abs(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--silent")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", folder, err, out)
+	}
+	return node, dir
+}

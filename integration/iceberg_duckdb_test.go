@@ -58,7 +58,6 @@ func TestIcebergDuckDB(t *testing.T) {
 	if d := diffRows(got, n, scan); d != "" {
 		t.Fatalf("DuckDB and iceberg-go disagree: %s", d)
 	}
-	checkTimestampTypes(t, "DuckDB", got, scan)
 	t.Logf("DuckDB read %d rows from %d data files, as iceberg-go does", n, len(files))
 }
 
@@ -319,15 +318,4 @@ func duckdbBlob(t *testing.T, what string, v any) []byte {
 	}
 	t.Fatalf("%s: %T %v, want a BLOB", what, v, v)
 	return nil
-}
-
-// checkTimestampTypes compares what diffRows leaves out: timestamp_type
-// (diffRows compares a row's columns only when both sides are CreateTime).
-func checkTimestampTypes(t *testing.T, reader string, got, want map[rowKey]tableRow) {
-	t.Helper()
-	for k, w := range want {
-		if g := got[k]; g.TsType != w.TsType {
-			t.Fatalf("%s: p%d@%d timestamp_type %d, iceberg-go %d", reader, k.p, k.off, g.TsType, w.TsType)
-		}
-	}
 }

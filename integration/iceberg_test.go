@@ -152,9 +152,9 @@ func diffRows(got map[rowKey]tableRow, n int, want map[rowKey]tableRow) string {
 			diffs = append(diffs, "missing "+w.String())
 			continue
 		}
-		if g.TsType == 0 && w.TsType == 0 && (g.Partition != w.Partition || g.Offset != w.Offset || g.TsMicros != w.TsMicros ||
+		if g.TsType != w.TsType || g.Partition != w.Partition || g.Offset != w.Offset || g.TsMicros != w.TsMicros ||
 			!bytes.Equal(g.Key, w.Key) || (g.Key == nil) != (w.Key == nil) ||
-			!bytes.Equal(g.Value, w.Value) || (g.Value == nil) != (w.Value == nil) || !headersEqual(g.Headers, w.Headers)) {
+			!bytes.Equal(g.Value, w.Value) || (g.Value == nil) != (w.Value == nil) || !headersEqual(g.Headers, w.Headers) {
 			diffs = append(diffs, "got "+g.String()+" want "+w.String())
 		}
 	}

@@ -114,7 +114,8 @@ func (c *Converter) Maintain(ctx context.Context, l *metadata.JobLease, t metada
 			return err
 		}},
 		{"delete-orphans", func(tbl *table.Table) error {
-			_, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(m.OrphanAge))
+			res, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(m.OrphanAge))
+			c.metrics.orphans.WithLabelValues(name).Add(float64(len(res.DeletedFiles)))
 			return err
 		}},
 	}

@@ -15,6 +15,7 @@ type metrics struct {
 	lagOffsets *prometheus.GaugeVec
 	lagSeconds *prometheus.GaugeVec
 	maint      *prometheus.CounterVec
+	orphans    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -42,7 +43,9 @@ func newMetrics() *metrics {
 			Help: "Age of the oldest record not yet in the table (0 when none)."}, table),
 		maint: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_maintenance_total",
 			Help: "Table maintenance steps by step and result."}, []string{"table", "step", "result"}),
+		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_orphan_files_deleted_total",
+			Help: "Files under a table's location that no snapshot references (written by cycles that did not commit), deleted by maintenance."}, table),
 	}
-	m.reg.MustRegister(m.cycles, m.commits, m.conflicts, m.rows, m.bytes, m.files, m.skipped, m.lagOffsets, m.lagSeconds, m.maint)
+	m.reg.MustRegister(m.cycles, m.commits, m.conflicts, m.rows, m.bytes, m.files, m.skipped, m.lagOffsets, m.lagSeconds, m.maint, m.orphans)
 	return m
 }

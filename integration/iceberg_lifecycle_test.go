@@ -3,12 +3,18 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -217,4 +223,77 @@ func TestIcebergConverterKilled(t *testing.T) {
 	defer mu.Unlock()
 	t.Logf("%d kills, %d records", kills, len(want))
 	waitTable(t, ctx, e.agent.HTTPAddr, "crash", want)
+
+	// Parquet files written by killed cycles are orphans: once older than
+	// --iceberg-orphan-age, maintenance deletes them, and every file left
+	// is one a snapshot references. Kills rarely land between a write and
+	// its commit, so one more orphan is planted: a copy of a data file,
+	// an hour old.
+	referenced := referencedFiles(t, ctx, e.agent.HTTPAddr, "crash")
+	var some string
+	for f := range referenced {
+		some = strings.TrimPrefix(f, "file://")
+		break
+	}
+	planted := filepath.Join(filepath.Dir(some), "00000-0-planted-orphan.parquet")
+	if b, err := os.ReadFile(some); err != nil || os.WriteFile(planted, b, 0o644) != nil {
+		t.Fatalf("plant an orphan: %v", err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(planted, old, old)
+	dataDir := filepath.Join(e.dir, "objects", "iceberg", "floe", "crash", "data")
+	var orphans []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		referenced = referencedFiles(t, ctx, e.agent.HTTPAddr, "crash")
+		orphans = orphans[:0]
+		filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") && !referenced["file://"+path] {
+				orphans = append(orphans, path)
+			}
+			return nil
+		})
+		if len(orphans) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Parquet files no snapshot references are still there, e.g. %s", len(orphans), orphans[0])
+		}
+	}
+	t.Logf("orphan files deleted by the last compactor: %v",
+		comp.metric(t, `floe_iceberg_orphan_files_deleted_total{table="crash"}`))
+	waitTable(t, ctx, e.agent.HTTPAddr, "crash", want)
+}
+
+// referencedFiles returns the data files any snapshot of a table lists.
+func referencedFiles(t *testing.T, ctx context.Context, httpAddr, tbl string) map[string]bool {
+	t.Helper()
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+httpAddr+"/iceberg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := cat.LoadTable(ctx, table.Identifier{"floe", tbl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tb.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, snap := range tb.Metadata().Snapshots() {
+		mfs, err := snap.Manifests(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			entries, err := mf.FetchEntries(fsys, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				out[e.DataFile().FilePath()] = true
+			}
+		}
+	}
+	return out
 }

@@ -70,10 +70,10 @@ type Config struct {
 	// PaceRatio is the pause per unit of work while Busy; 0 never pauses.
 	PaceRatio float64
 	// RetentionHold, if set, returns for a topic whose records must wait
-	// for something before retention deletes them (ok true) the offset
-	// per partition below which they may go; a partition absent from the
-	// map holds everything. floe's Iceberg converter holds what its tables
-	// do not have yet.
+	// for something before retention or key compaction removes them (ok
+	// true) the offset per partition below which they may go; a partition
+	// absent from the map holds everything. floe's Iceberg converter holds
+	// what its tables do not have yet.
 	RetentionHold func(ctx context.Context, t metadata.Topic) (hold map[int32]int64, ok bool, err error)
 }
 

@@ -69,6 +69,10 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) err
 		if err != nil {
 			return err
 		}
+		hold, held, err := c.hold(ctx, t)
+		if err != nil {
+			return err
+		}
 		pol := compactPolicy{
 			tombstoneMs: intConfig(t, cfgDeleteRetention, c.cfg.DefaultDeleteRetention.Milliseconds()),
 			maxLagMs:    intConfig(t, cfgMaxCompactionLag, c.cfg.Plan.MaxWait.Milliseconds()),
@@ -77,6 +81,11 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) err
 		for _, p := range parts {
 			if err := l.Renew(ctx); err != nil {
 				return err
+			}
+			if held {
+				// Superseded records not yet in the topic's Iceberg
+				// table stay until they are: compact below the hold.
+				p.NextOffset = min(p.NextOffset, hold[p.Partition])
 			}
 			if err := c.compactPartition(ctx, t, p, objects, pol); err != nil {
 				if errors.Is(err, metadata.ErrUnknownTopic) {

@@ -82,12 +82,9 @@ func (c *Compactor) retention(ctx context.Context, l *metadata.JobLease) error {
 		if err := l.Renew(ctx); err != nil {
 			return err
 		}
-		var hold map[int32]int64
-		held := false
-		if c.cfg.RetentionHold != nil {
-			if hold, held, err = c.cfg.RetentionHold(ctx, t); err != nil {
-				return fmt.Errorf("retention hold of %s: %w", t.Name, err)
-			}
+		hold, held, err := c.hold(ctx, t)
+		if err != nil {
+			return err
 		}
 		parts, err := c.store.Partitions(ctx, t.ID)
 		if errors.Is(err, metadata.ErrUnknownTopic) {
@@ -153,4 +150,17 @@ func retentionStart(rows []metadata.IndexEntry, logStart int64, now time.Time, r
 		total -= r.ByteLength
 	}
 	return start
+}
+
+// hold is Config.RetentionHold for topic t: what retention and key
+// compaction must keep for the topic's Iceberg table.
+func (c *Compactor) hold(ctx context.Context, t metadata.Topic) (map[int32]int64, bool, error) {
+	if c.cfg.RetentionHold == nil {
+		return nil, false, nil
+	}
+	hold, held, err := c.cfg.RetentionHold(ctx, t)
+	if err != nil {
+		return nil, false, fmt.Errorf("hold of %s: %w", t.Name, err)
+	}
+	return hold, held, nil
 }

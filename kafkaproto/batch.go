@@ -108,11 +108,13 @@ func ParseBatchHeader(b []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// SplitBatches splits a Produce or Fetch records field into whole batches,
-// each slice aliasing records. Empty or nil records return no batches. A
+// SplitBatches splits a Produce records field into whole batches, each
+// slice aliasing records. Empty or nil records return no batches. A
 // trailing partial batch, a negative batchLength or one too small to be any
 // message format returns an error wrapping ErrMalformed. Batches are not
-// otherwise validated.
+// otherwise validated: any magic splits, so that a client's legacy message
+// set is answered with its own error code. Stored batches, which are v2 and
+// whose offsets matter, are walked with WalkBatches.
 func SplitBatches(records []byte) ([][]byte, error) {
 	var batches [][]byte
 	for b := records; len(b) > 0; {
@@ -196,16 +198,22 @@ func SetBaseOffset(b []byte, offset int64) {
 }
 
 // WalkBatches calls fn for each v2 batch of data, back to back, with its
-// header, its bytes and the absolute offset of its first record. The first
-// batch is based at base and each next one at the previous base plus
-// LastOffsetDelta+1: batches in objects keep the base offset 0 they were
-// produced with (key compaction's output batches stretch LastOffsetDelta
-// over the gaps it left), so their absolute offsets come from the index
-// row's base offset. It returns the offset after the last batch, which a
-// caller compares with the row's end offset. Framing that does not hold (a
-// header that does not parse, a batch longer than what is left) returns an
-// error wrapping ErrMalformed; an error from fn stops the walk and is
-// returned as is.
+// header, its bytes (capacity trimmed to the batch) and the absolute offset
+// of its first record. The first batch is based at base and each next one
+// at the previous base plus LastOffsetDelta+1: batches in objects keep the
+// base offset 0 they were produced with (key compaction's output batches
+// stretch LastOffsetDelta over the gaps it left), so their absolute offsets
+// come from the index row's base offset. It returns the offset after the
+// last batch, which a caller compares with the row's end offset.
+//
+// It is the walk of stored batches, which are all v2: framing that does not
+// hold (fewer bytes than a header, a batch longer than what is left), a
+// magic other than 2 or a negative LastOffsetDelta return an error wrapping
+// ErrMalformed. An error from fn stops the walk and is returned as is. On
+// any error the offset returned is the base of the batch that failed.
+// Batches are not otherwise validated (no CRC check). Client-sent records,
+// whose legacy formats must be answered with their own error code, are
+// split by SplitBatches instead.
 func WalkBatches(data []byte, base int64, fn func(h BatchHeader, batch []byte, base int64) error) (int64, error) {
 	for len(data) > 0 {
 		h, err := ParseBatchHeader(data)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -378,5 +379,73 @@ func BenchmarkValidateProduced(b *testing.B) {
 		if _, err := ValidateProduced(batch); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestWalkBatches walks stored-batch runs: the base offset each batch gets,
+// the offset returned (also on failure: that of the batch that failed),
+// framing that does not hold, and a walk that fn stops.
+func TestWalkBatches(t *testing.T) {
+	three := buildBatch(t, "none", 1_700_000_000_000, sampleRecords())
+	one := buildBatch(t, "zstd", 1_700_000_000_000, sampleRecords()[:1])
+	// Key compaction's output: 1 record whose LastOffsetDelta covers the
+	// 4 offsets it replaced.
+	stretched := bytes.Clone(one)
+	binary.BigEndian.PutUint32(stretched[offLastOffsetDelta:], 3)
+	fixBatch(stretched)
+	negDelta := bytes.Clone(one)
+	binary.BigEndian.PutUint32(negDelta[offLastOffsetDelta:], 0xffffffff)
+	fixBatch(negDelta)
+	shortV2 := bytes.Clone(one[:BatchHeaderSize-1])
+	binary.BigEndian.PutUint32(shortV2[offLength:], uint32(len(shortV2)-logOverhead))
+	join := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	errStop := errors.New("stop")
+
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		stopAt int // fn fails at this call (1-based); 0 never
+		bases  []int64
+		end    int64
+		err    error
+	}{
+		{name: "empty", data: nil, end: 100},
+		{name: "one", data: three, bases: []int64{100}, end: 103},
+		{name: "several", data: join(three, one, three), bases: []int64{100, 103, 104}, end: 107},
+		{name: "stretched delta", data: join(one, stretched, one), bases: []int64{100, 101, 105}, end: 106},
+		{name: "partial second", data: join(three, one[:len(one)-1]), bases: []int64{100}, end: 103, err: ErrMalformed},
+		{name: "trailing bytes", data: join(three, one[:16]), bases: []int64{100}, end: 103, err: ErrMalformed},
+		{name: "length past end", data: three[:BatchHeaderSize], end: 100, err: ErrMalformed},
+		{name: "magic 0", data: join(three, legacyMessage(0)), bases: []int64{100}, end: 103, err: ErrMalformed},
+		{name: "magic 1", data: legacyMessage(1), end: 100, err: ErrMalformed},
+		{name: "v2 shorter than header", data: shortV2, end: 100, err: ErrMalformed},
+		{name: "negative delta", data: join(one, negDelta), bases: []int64{100}, end: 101, err: ErrMalformed},
+		{name: "stopped by fn", data: join(three, one, three), stopAt: 2, bases: []int64{100, 103}, end: 103, err: errStop},
+		{name: "stopped at first", data: three, stopAt: 1, bases: []int64{100}, end: 100, err: errStop},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var bases []int64
+			pos := 0
+			end, err := WalkBatches(tc.data, 100, func(h BatchHeader, batch []byte, base int64) error {
+				bases = append(bases, base)
+				if !bytes.Equal(batch, tc.data[pos:pos+len(batch)]) || cap(batch) != len(batch) || h.TotalSize() != len(batch) {
+					t.Fatalf("batch %d: %d bytes (cap %d) at %d, header says %d", len(bases), len(batch), cap(batch), pos, h.TotalSize())
+				}
+				pos += len(batch)
+				if len(bases) == tc.stopAt {
+					return errStop
+				}
+				return nil
+			})
+			if tc.err == nil && err != nil || tc.err != nil && !errors.Is(err, tc.err) {
+				t.Fatalf("error %v, want %v", err, tc.err)
+			}
+			if tc.err == errStop && err != errStop {
+				t.Fatalf("fn's error came back as %v, not as is", err)
+			}
+			if end != tc.end || !slices.Equal(bases, tc.bases) {
+				t.Fatalf("end %d, bases %v; want %d, %v", end, bases, tc.end, tc.bases)
+			}
+		})
 	}
 }

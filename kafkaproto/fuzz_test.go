@@ -192,6 +192,47 @@ func FuzzSplitBatches(f *testing.F) {
 	})
 }
 
+// FuzzWalkBatches walks arbitrary bytes as a stored run. A walk either fails
+// with ErrMalformed or calls fn with v2 batches that exactly tile the input,
+// each based where the previous one's offsets end, and returns the offset
+// after the last; what it accepts, SplitBatches splits the same way.
+func FuzzWalkBatches(f *testing.F) {
+	seeds := seedBatches(f)
+	f.Add(bytes.Join(seeds[:len(testCodecs)], nil), int64(0))
+	for _, s := range seeds {
+		f.Add(s, int64(1<<40))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, base int64) {
+		var batches [][]byte
+		next := base
+		end, err := WalkBatches(data, base, func(h BatchHeader, b []byte, at int64) error {
+			if at != next || h.Magic != 2 || h.TotalSize() != len(b) || len(b) < BatchHeaderSize || h.LastOffsetDelta < 0 {
+				t.Fatalf("batch at %d (want %d): magic %d, %d bytes, header says %d, delta %d",
+					at, next, h.Magic, len(b), h.TotalSize(), h.LastOffsetDelta)
+			}
+			batches = append(batches, b)
+			next = at + int64(h.LastOffsetDelta) + 1
+			return nil
+		})
+		if end != next {
+			t.Fatalf("returned %d, batches end at %d", end, next)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error not ErrMalformed: %v", err)
+			}
+			return
+		}
+		if !bytes.Equal(bytes.Join(batches, nil), data) {
+			t.Fatal("batches do not tile the input")
+		}
+		split, err := SplitBatches(data)
+		if err != nil || len(split) != len(batches) {
+			t.Fatalf("SplitBatches: %d batches, %v; the walk had %d", len(split), err, len(batches))
+		}
+	})
+}
+
 // FuzzDecodeRecords decodes arbitrary batches. So that mutations get past the
 // header checks, each input is also decoded with its magic and length fixed
 // up.

@@ -87,11 +87,13 @@ func (e *env) flush(topic metadata.TopicID, batches map[int32][][]byte) string {
 	w := storage.NewObjectWriter()
 	for p, bs := range batches {
 		for _, b := range bs {
-			h, err := kafkaproto.ParseBatchHeader(b)
+			_, err := kafkaproto.WalkBatches(b, 0, func(h kafkaproto.BatchHeader, batch []byte, _ int64) error {
+				w.Add(storage.TopicID(topic), p, batch, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
+				return nil
+			})
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			w.Add(storage.TopicID(topic), p, b, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
 		}
 	}
 	obj, runs := w.Finish()
@@ -139,24 +141,17 @@ func (e *env) fetchAll(topic metadata.TopicID, p int32) ([]byte, []rec) {
 			if err != nil {
 				e.t.Fatalf("GET %s: %v", r.ObjectKey, err)
 			}
-			base := r.BaseOffset
-			for len(data) > 0 {
-				h, err := kafkaproto.ParseBatchHeader(data)
-				if err != nil {
-					e.t.Fatal(err)
-				}
-				b := bytes.Clone(data[:h.TotalSize()])
-				data = data[h.TotalSize():]
+			end, err := kafkaproto.WalkBatches(data, r.BaseOffset, func(h kafkaproto.BatchHeader, batch []byte, base int64) error {
 				next := base + int64(h.LastOffsetDelta) + 1
 				if next <= offset {
-					base = next
-					continue
+					return nil
 				}
+				b := bytes.Clone(batch)
 				kafkaproto.SetBaseOffset(b, base)
 				out = append(out, b...)
 				h2, rs, err := kafkaproto.DecodeRecords(b)
 				if err != nil {
-					e.t.Fatal(err)
+					return err
 				}
 				for _, r := range rs {
 					v := string(r.Value)
@@ -164,13 +159,19 @@ func (e *env) fetchAll(topic metadata.TopicID, p int32) ([]byte, []rec) {
 						v = "<nil>"
 					}
 					if len(r.Headers) != 1 || r.Headers[0].Key != "h" || string(r.Headers[0].Value) != string(r.Key) {
-						e.t.Fatalf("record %d: headers %+v", h2.BaseOffset+int64(r.OffsetDelta), r.Headers)
+						return fmt.Errorf("record %d: headers %+v", h2.BaseOffset+int64(r.OffsetDelta), r.Headers)
 					}
 					recs = append(recs, rec{offset: h2.BaseOffset + int64(r.OffsetDelta), key: string(r.Key), value: v,
 						ts: h2.RecordTimestamp(r)})
 				}
-				base = next
 				offset = next
+				return nil
+			})
+			if err != nil {
+				e.t.Fatalf("row [%d,%d) in %s: %v", r.BaseOffset, r.EndOffset, r.ObjectKey, err)
+			}
+			if end != r.EndOffset {
+				e.t.Fatalf("row [%d,%d) in %s: batches end at %d", r.BaseOffset, r.EndOffset, r.ObjectKey, end)
 			}
 		}
 	}

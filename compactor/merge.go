@@ -182,19 +182,15 @@ func compareRows(a, b metadata.IndexEntry) int {
 // return an *unreadableError. Merges copy batches whole and never decode
 // their records.
 func addRow(w *storage.ObjectWriter, r metadata.IndexEntry, data []byte) error {
-	var span int64
-	for len(data) > 0 {
-		h, err := kafkaproto.ParseBatchHeader(data)
-		if err != nil || h.TotalSize() > len(data) || h.TotalSize() < kafkaproto.BatchHeaderSize {
-			return unreadable(r, errors.New("malformed batch"))
-		}
-		n := int64(h.LastOffsetDelta) + 1
-		w.Add(storage.TopicID(r.TopicID), r.Partition, data[:h.TotalSize()], n, h.FirstTimestamp, h.MaxTimestamp)
-		span += n
-		data = data[h.TotalSize():]
+	end, err := kafkaproto.WalkBatches(data, r.BaseOffset, func(h kafkaproto.BatchHeader, batch []byte, _ int64) error {
+		w.Add(storage.TopicID(r.TopicID), r.Partition, batch, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
+		return nil
+	})
+	if err != nil {
+		return unreadable(r, err)
 	}
-	if span != r.EndOffset-r.BaseOffset {
-		return unreadable(r, fmt.Errorf("batches span %d offsets", span))
+	if end != r.EndOffset {
+		return unreadable(r, fmt.Errorf("batches span %d offsets", end-r.BaseOffset))
 	}
 	return nil
 }

@@ -286,11 +286,10 @@ func referencedFiles(t *testing.T, ctx context.Context, httpAddr, tbl string) ma
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
-			entries, err := mf.FetchEntries(fsys, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
+			for e, err := range mf.Entries(fsys, false) {
+				if err != nil {
+					t.Fatal(err)
+				}
 				out[e.DataFile().FilePath()] = true
 			}
 		}

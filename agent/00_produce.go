@@ -31,6 +31,7 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/topicconfig"
 )
 
 func init() {
@@ -72,7 +73,7 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				case isInternalTopic(rt.Topic):
 					return kerr.InvalidTopicException // as Kafka: "cannot append to internal topic"
 				}
-				b, verr := validateProduceRecords(req.Version, rp.Records, maxMessageBytes(topic), recordRules(topic))
+				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), recordRules(topic))
 				if verr != nil {
 					return produceError(&sp, verr)
 				}
@@ -129,8 +130,7 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 // recordRules are the topic's rules for kafkaproto.ValidateRecords: keys
 // are required when its cleanup.policy includes compact, as in Kafka.
 func recordRules(t metadata.Topic) kafkaproto.RecordRules {
-	v, _ := topicConfig(t, "cleanup.policy")
-	_, compact := kafkaproto.CleanupPolicy(v)
+	_, compact := topicconfig.Policies(t.Configs)
 	return kafkaproto.RecordRules{KeyRequired: compact}
 }
 

@@ -193,7 +193,7 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	st.NumPartitions = t.Partitions
 	st.ReplicationFactor = 1
 	for _, name := range sortedConfigNames(t) {
-		v, explicit := topicConfig(t, name)
+		v, explicit := a.topicConfig(t, name)
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name = name
 		c.Value = &v

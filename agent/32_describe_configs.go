@@ -15,7 +15,7 @@ package agent
 // Brokers (this agent's node id) report the settings floe actually runs
 // with, all read-only: the agent's flags, the constants of the group and
 // transaction coordinators, and the compactor's defaults (see
-// compactorDefault: the agent is not told the compactor's flags). Broker
+// clusterDefault: agents and compactors share those flags). Broker
 // configs floe has no concept of (log.dirs, segment sizes, replica
 // fetchers) are left out. The cluster default resource (name "") lists
 // the dynamic cluster-wide configs, as Kafka does: floe has none. Groups
@@ -188,7 +188,7 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 			s.Name, s.Value, s.Source = name, &value, src
 			syn = append(syn, s)
 		}
-		v, explicit := topicConfig(t, name)
+		v, explicit := a.topicConfig(t, name)
 		dc.value, dc.source = v, kmsg.ConfigSourceDefaultConfig
 		if explicit {
 			dc.source = kmsg.ConfigSourceDynamicTopicConfig
@@ -199,7 +199,7 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 			if b, ok := brokers[d.broker]; ok {
 				src = b.source
 			}
-			add(d.broker, d.def, src)
+			add(d.broker, a.topicDefault(name), src)
 			if !explicit {
 				dc.source = src
 			}
@@ -249,8 +249,7 @@ func (a *Agent) brokerConfigs() []describedConfig {
 	long, integer, str, boolean := kmsg.ConfigTypeLong, kmsg.ConfigTypeInt, kmsg.ConfigTypeString, kmsg.ConfigTypeBoolean
 	cfg := &a.cfg
 	topicDefault := func(topicName string) (string, string) {
-		d := topicConfigDefs[topicName]
-		return d.def, d.doc
+		return a.topicDefault(topicName), topicConfigDefs[topicName].doc
 	}
 	cs := []describedConfig{
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(cfg.AutoCreateTopics), source: static, typ: boolean,
@@ -304,7 +303,7 @@ func (a *Agent) brokerConfigs() []describedConfig {
 		{name: "log.cleaner.enable", value: "true", source: def, typ: boolean,
 			doc: "The compactor key-compacts topics whose cleanup.policy includes compact (when a compactor runs: floe dev runs one, floe agent does not)."},
 		{name: "log.cleaner.backoff.ms", value: "10000", source: def, typ: long,
-			doc: "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)." + fmt.Sprintf(compactorDefault, "--interval", "interval")},
+			doc: "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)." + " The default is the compactor's own --interval (floe dev: --compactor-interval), which agents are not told: this agent reports the production default."},
 	}
 	// Broker defaults of topic configs floe enforces or fixes; the disk and
 	// replica settings floe has no concept of are left out.

@@ -98,7 +98,7 @@ func TestIncrementalAlterConfigsTopic(t *testing.T) {
 	}
 	// What is stored is what produce enforces, at once on this agent.
 	tp, ok, err := ta.topics.get(context.Background(), "cfg")
-	if err != nil || !ok || maxMessageBytes(tp) != 2048 || !recordRules(tp).KeyRequired {
+	if err != nil || !ok || ta.maxMessageBytes(tp) != 2048 || !recordRules(tp).KeyRequired {
 		t.Fatalf("topic as the produce path sees it: %+v %v %v", tp, ok, err)
 	}
 
@@ -310,8 +310,9 @@ func TestCheckTopicConfig(t *testing.T) {
 		}
 	}
 	// Every default passes its own check: what floe reports it accepts.
-	for name, d := range topicConfigDefs {
-		if why := checkTopicConfig(name, d.def); why != "" {
+	a := &Agent{cfg: DefaultConfig()}
+	for name := range topicConfigDefs {
+		if why := checkTopicConfig(name, a.topicDefault(name)); why != "" {
 			t.Errorf("default of %s refused: %s", name, why)
 		}
 	}

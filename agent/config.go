@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"floe/kafkaproto"
+	"floe/topicconfig"
 )
 
 // Config is an agent's configuration. The zero value is not usable; start
@@ -140,11 +141,16 @@ type Config struct {
 	// endpoints, each under its pattern (floe's Iceberg REST catalog at
 	// "/iceberg/").
 	HTTPHandlers map[string]http.Handler
+	// TopicDefaults are the defaults of the topic configs floe enforces
+	// (retention, key compaction, max.message.bytes): what DescribeConfigs
+	// reports and produce applies, the same the compactors enforce.
+	TopicDefaults topicconfig.Defaults
 }
 
 // DefaultConfig returns the defaults for an agent in front of S3.
 func DefaultConfig() Config {
 	return Config{
+		TopicDefaults:      topicconfig.KafkaDefaults(),
 		KafkaAddr:          "127.0.0.1:9092",
 		HTTPAddr:           "127.0.0.1:8080",
 		FlushInterval:      250 * time.Millisecond,
@@ -200,5 +206,8 @@ func DevConfig() Config {
 	c.AutoCreateTopics = true
 	c.GroupInitialRebalanceDelay = 500 * time.Millisecond
 	c.ConsumerGroupHeartbeatInterval = time.Second
+	// A local broker keeps what it is given unless a topic sets
+	// retention.ms or retention.bytes itself.
+	c.TopicDefaults.Retention = -time.Millisecond
 	return c
 }

@@ -80,7 +80,9 @@ func TestDescribeConfigsTopicSynonymsAndDocs(t *testing.T) {
 	}
 	sameSynonyms(t, "retention.ms", synonymsOf(ret), []synonym{
 		{"retention.ms", "1000", kmsg.ConfigSourceDynamicTopicConfig},
-		{"log.retention.ms", "604800000", kmsg.ConfigSourceDefaultConfig},
+		// The test agents run floe dev's defaults: records kept forever,
+		// as floe dev's compactor keeps them (one topicconfig.Defaults).
+		{"log.retention.ms", "-1", kmsg.ConfigSourceDefaultConfig},
 	})
 	mmb := cs["max.message.bytes"]
 	if deref(mmb.Value) != "1048588" || mmb.Source != kmsg.ConfigSourceDefaultConfig || mmb.ConfigType != kmsg.ConfigTypeInt {
@@ -131,7 +133,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	cs := configsByName(r)
 	for name, want := range map[string]string{
 		"message.max.bytes":                 "1048588",
-		"log.retention.ms":                  "604800000",
+		"log.retention.ms":                  "-1",
 		"log.cleanup.policy":                "delete",
 		"log.cleaner.enable":                "true",
 		"log.cleaner.min.cleanable.ratio":   "0.5",

@@ -17,6 +17,7 @@ import (
 
 	"floe/iceberg"
 	"floe/metadata"
+	"floe/topicconfig"
 )
 
 // topicCache is this agent's view of topics, at most ttl old. Topics created
@@ -304,21 +305,29 @@ func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, co
 
 // topicConfig returns a config's effective value and whether it was set on
 // the topic explicitly.
-func topicConfig(t metadata.Topic, name string) (string, bool) {
+func (a *Agent) topicConfig(t metadata.Topic, name string) (string, bool) {
 	if v, ok := t.Configs[name]; ok {
 		return v, true
 	}
-	return topicConfigDefs[name].def, false
+	return a.topicDefault(name), false
+}
+
+// topicDefault is what a topic that does not set config name gets: the
+// cluster's topicconfig.Defaults for the configs the compactor and the
+// produce path enforce, else the table's value.
+func (a *Agent) topicDefault(name string) string {
+	if v, ok := a.cfg.TopicDefaults.Value(name); ok {
+		return v
+	}
+	return topicConfigDefs[name].def
 }
 
 // maxMessageBytes is the topic's max.message.bytes.
-func maxMessageBytes(t metadata.Topic) int64 {
-	v, _ := topicConfig(t, "max.message.bytes")
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 1048588
+func (a *Agent) maxMessageBytes(t metadata.Topic) int64 {
+	if n := a.cfg.TopicDefaults.Int(t.Configs, topicconfig.MaxMessageBytes); n > 0 {
+		return n
 	}
-	return n
+	return a.cfg.TopicDefaults.MaxMessageBytes
 }
 
 // configEffect is what floe does with a topic config.
@@ -345,7 +354,9 @@ const (
 // configs; AlterConfigs refuses them, as Kafka does.
 type topicConfigDef struct {
 	typ kmsg.ConfigType
-	// def is the value floe applies when the topic sets none.
+	// def is the value floe applies when the topic sets none; empty for
+	// the configs whose default is the cluster's (topicconfig.Defaults,
+	// Config.TopicDefaults), which topicDefault reads.
 	def string
 	// broker is the broker config Kafka takes the default from, reported as
 	// the default's synonym ("" when Kafka has none).
@@ -357,32 +368,32 @@ type topicConfigDef struct {
 	doc   string
 }
 
-// compactorDefault ends the doc of configs whose broker default is a
-// compactor setting: the agent is not told the compactor's flags, so it
-// reports the compactor's production default.
-const compactorDefault = " The default is the compactor's; this agent reports the compactor's production default, which its flag %s changes (floe dev: --compactor-%s)."
+// clusterDefault ends the doc of configs whose default is the cluster's
+// (topicconfig.Defaults): agents report it and compactors enforce it, from
+// the same flag on both.
+const clusterDefault = " The default is the cluster's flag %s, which agents and compactors must share (floe dev: one flag for both)."
 
 var topicConfigDefs = map[string]topicConfigDef{
 	"cleanup.policy": {typ: kmsg.ConfigTypeList, def: "delete", broker: "log.cleanup.policy", effect: enforced,
 		check: listOf("compact", "delete"),
 		doc:   "delete: the compactor drops records past retention.ms or retention.bytes. compact: it keeps the newest record of each key, and produce refuses records without a key. Both may be given."},
-	"retention.ms": {typ: kmsg.ConfigTypeLong, def: "604800000", broker: "log.retention.ms", effect: enforced,
+	topicconfig.RetentionMs: {typ: kmsg.ConfigTypeLong, broker: "log.retention.ms", effect: enforced,
 		check: longBetween(-1, math.MaxInt64),
-		doc: "With cleanup.policy delete, the compactor advances the log start past index rows whose newest record is older than this; -1 keeps records forever." + fmt.Sprintf(compactorDefault, "--retention", "retention") +
-			" floe dev's compactor keeps records forever unless the topic sets retention.ms."},
-	"retention.bytes": {typ: kmsg.ConfigTypeLong, def: "-1", broker: "log.retention.bytes", effect: enforced,
+		doc: "With cleanup.policy delete, the compactor advances the log start past index rows whose newest record is older than this; -1 keeps records forever." + fmt.Sprintf(clusterDefault, "--retention") +
+			" floe dev keeps records forever unless the topic sets retention.ms."},
+	topicconfig.RetentionBytes: {typ: kmsg.ConfigTypeLong, broker: "log.retention.bytes", effect: enforced,
 		check: longBetween(math.MinInt64, math.MaxInt64),
-		doc:   "With cleanup.policy delete, the compactor drops a partition's oldest index rows while the rest still hold this many bytes; -1 means no limit." + fmt.Sprintf(compactorDefault, "--retention-bytes", "retention-bytes")},
-	"delete.retention.ms": {typ: kmsg.ConfigTypeLong, def: "86400000", broker: "log.cleaner.delete.retention.ms", effect: enforced,
+		doc:   "With cleanup.policy delete, the compactor drops a partition's oldest index rows while the rest still hold this many bytes; -1 means no limit." + fmt.Sprintf(clusterDefault, "--retention-bytes")},
+	topicconfig.DeleteRetentionMs: {typ: kmsg.ConfigTypeLong, broker: "log.cleaner.delete.retention.ms", effect: enforced,
 		check: longBetween(0, math.MaxInt64),
-		doc:   "How long key compaction keeps a tombstone (a record with a null value) once it is the newest record of its key." + fmt.Sprintf(compactorDefault, "--delete-retention", "delete-retention")},
-	"min.cleanable.dirty.ratio": {typ: kmsg.ConfigTypeDouble, def: "0.5", broker: "log.cleaner.min.cleanable.ratio", effect: enforced,
+		doc:   "How long key compaction keeps a tombstone (a record with a null value) once it is the newest record of its key." + fmt.Sprintf(clusterDefault, "--delete-retention")},
+	topicconfig.MinCleanableDirtyRatio: {typ: kmsg.ConfigTypeDouble, broker: "log.cleaner.min.cleanable.ratio", effect: enforced,
 		check: doubleBetween(0, 1),
 		doc:   "Key compaction rewrites a partition once the bytes written since its last compaction are at least this share of it (or max.compaction.lag.ms has passed)."},
-	"max.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, def: "600000", broker: "log.cleaner.max.compaction.lag.ms", effect: enforced,
+	topicconfig.MaxCompactionLagMs: {typ: kmsg.ConfigTypeLong, broker: "log.cleaner.max.compaction.lag.ms", effect: enforced,
 		check: longBetween(1, math.MaxInt64),
-		doc:   "Key compaction rewrites a partition whose oldest uncompacted object is this old, whatever min.cleanable.dirty.ratio says." + fmt.Sprintf(compactorDefault, "--max-wait", "max-wait")},
-	"max.message.bytes": {typ: kmsg.ConfigTypeInt, def: "1048588", broker: "message.max.bytes", effect: enforced,
+		doc:   "Key compaction rewrites a partition whose oldest uncompacted object is this old, whatever min.cleanable.dirty.ratio says." + fmt.Sprintf(clusterDefault, "--max-compaction-lag")},
+	topicconfig.MaxMessageBytes: {typ: kmsg.ConfigTypeInt, broker: "message.max.bytes", effect: enforced,
 		check: longBetween(0, math.MaxInt32),
 		doc:   "The largest record batch produce accepts for this topic (MESSAGE_TOO_LARGE beyond it), as compressed by the producer."},
 

@@ -34,6 +34,7 @@ import (
 	"floe/internal/periodic"
 	"floe/metadata"
 	"floe/storage"
+	"floe/topicconfig"
 )
 
 // Config configures a Compactor. Zero durations and sizes are invalid;
@@ -51,13 +52,9 @@ type Config struct {
 	// Grace is how long an unreferenced object stays in the bucket, and
 	// how old an unknown object must be before it counts as an orphan.
 	Grace time.Duration
-	// DefaultRetention and DefaultRetentionBytes are the broker defaults
-	// of retention.ms and retention.bytes (negative: unlimited).
-	DefaultRetention      time.Duration
-	DefaultRetentionBytes int64
-	// DefaultDeleteRetention is the broker default of delete.retention.ms:
-	// how long tombstones survive key compaction.
-	DefaultDeleteRetention time.Duration
+	// TopicDefaults are the broker defaults of retention and key
+	// compaction configs, the same the agents report (topicconfig).
+	TopicDefaults topicconfig.Defaults
 	// KeyCompactMaxBytes skips key compaction of partitions whose dirty
 	// data is larger (it is done in memory).
 	KeyCompactMaxBytes int64
@@ -92,12 +89,10 @@ func DefaultConfig() Config {
 			MaxLevel: 3,
 			MaxBytes: 256 << 20,
 		},
-		Grace:                  time.Hour,
-		DefaultRetention:       7 * 24 * time.Hour,
-		DefaultRetentionBytes:  -1,
-		DefaultDeleteRetention: 24 * time.Hour,
-		KeyCompactMaxBytes:     256 << 20,
-		DeleteBatch:            1000,
+		Grace:              time.Hour,
+		TopicDefaults:      topicconfig.KafkaDefaults(),
+		KeyCompactMaxBytes: 256 << 20,
+		DeleteBatch:        1000,
 	}
 }
 

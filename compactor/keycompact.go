@@ -10,6 +10,7 @@ import (
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/storage"
+	"floe/topicconfig"
 )
 
 // Output batches of key compaction are cut at this many records or bytes,
@@ -24,7 +25,7 @@ const (
 // cleanup.policy includes compact and that have enough dirty data: rows
 // outside key-compacted objects (new since the last pass) holding at least
 // min.cleanable.dirty.ratio of the partition's bytes, or any dirty row in an
-// object older than max.compaction.lag.ms (default: the merge MaxWait), as
+// object older than max.compaction.lag.ms (default: TopicDefaults), as
 // Kafka's cleaner picks logs.
 //
 // A pass rewrites the partition's whole log below the high watermark read
@@ -49,7 +50,7 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) err
 	}
 	var objects map[string]metadata.ObjectInfo
 	for _, t := range topics {
-		if _, compact := policies(t); !compact {
+		if _, compact := topicconfig.Policies(t.Configs); !compact {
 			continue
 		}
 		if objects == nil {
@@ -74,9 +75,9 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) err
 			return err
 		}
 		pol := compactPolicy{
-			tombstoneMs: intConfig(t, cfgDeleteRetention, c.cfg.DefaultDeleteRetention.Milliseconds()),
-			maxLagMs:    intConfig(t, cfgMaxCompactionLag, c.cfg.Plan.MaxWait.Milliseconds()),
-			dirtyRatio:  floatConfig(t, cfgDirtyRatio, 0.5),
+			tombstoneMs: c.cfg.TopicDefaults.Int(t.Configs, topicconfig.DeleteRetentionMs),
+			maxLagMs:    c.cfg.TopicDefaults.Int(t.Configs, topicconfig.MaxCompactionLagMs),
+			dirtyRatio:  c.cfg.TopicDefaults.Float(t.Configs, topicconfig.MinCleanableDirtyRatio),
 		}
 		for _, p := range parts {
 			if err := l.Renew(ctx); err != nil {

@@ -103,26 +103,3 @@ func TestRetentionStart(t *testing.T) {
 		})
 	}
 }
-
-func TestPolicies(t *testing.T) {
-	for _, tc := range []struct {
-		v            string
-		set          bool
-		del, compact bool
-	}{
-		{"", false, true, false},
-		{"delete", true, true, false},
-		{"compact", true, false, true},
-		{"compact,delete", true, true, true},
-		{" delete , compact ", true, true, true},
-		{"bogus", true, false, false},
-	} {
-		tp := metadata.Topic{Configs: map[string]string{}}
-		if tc.set {
-			tp.Configs[cfgCleanupPolicy] = tc.v
-		}
-		if d, c := policies(tp); d != tc.del || c != tc.compact {
-			t.Errorf("policies(%q): %v %v, want %v %v", tc.v, d, c, tc.del, tc.compact)
-		}
-	}
-}

@@ -4,56 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/topicconfig"
 )
-
-// Topic configs the compactor reads. Their broker defaults come from
-// Config, so a cluster can change them in one place (the compactor's
-// flags), as Kafka's log.retention.* broker settings do.
-const (
-	cfgCleanupPolicy    = "cleanup.policy"
-	cfgRetentionMs      = "retention.ms"
-	cfgRetentionBytes   = "retention.bytes"
-	cfgDeleteRetention  = "delete.retention.ms"
-	cfgDirtyRatio       = "min.cleanable.dirty.ratio"
-	cfgMaxCompactionLag = "max.compaction.lag.ms"
-)
-
-// policies returns whether a topic's cleanup.policy includes delete and
-// compact ("delete" when unset; "compact,delete" is both).
-func policies(t metadata.Topic) (del, compact bool) {
-	v, ok := t.Configs[cfgCleanupPolicy]
-	if !ok {
-		return true, false
-	}
-	return kafkaproto.CleanupPolicy(v)
-}
-
-// intConfig returns a topic config as an integer, or def when unset or
-// unparsable.
-func intConfig(t metadata.Topic, name string, def int64) int64 {
-	if v, ok := t.Configs[name]; ok {
-		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-			return n
-		}
-	}
-	return def
-}
-
-// floatConfig is intConfig for fractional configs.
-func floatConfig(t metadata.Topic, name string, def float64) float64 {
-	if v, ok := t.Configs[name]; ok {
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-			return f
-		}
-	}
-	return def
-}
 
 // retention advances the log start offset of every partition of every
 // topic whose cleanup.policy includes delete. Like Kafka, which deletes
@@ -70,12 +25,12 @@ func (c *Compactor) retention(ctx context.Context, l *metadata.JobLease) error {
 	}
 	now := c.now()
 	for _, t := range topics {
-		del, _ := policies(t)
+		del, _ := topicconfig.Policies(t.Configs)
 		if !del {
 			continue
 		}
-		retMs := intConfig(t, cfgRetentionMs, c.cfg.DefaultRetention.Milliseconds())
-		retBytes := intConfig(t, cfgRetentionBytes, c.cfg.DefaultRetentionBytes)
+		retMs := c.cfg.TopicDefaults.Int(t.Configs, topicconfig.RetentionMs)
+		retBytes := c.cfg.TopicDefaults.Int(t.Configs, topicconfig.RetentionBytes)
 		if retMs < 0 && retBytes < 0 {
 			continue
 		}

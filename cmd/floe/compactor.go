@@ -21,6 +21,7 @@ import (
 	"floe/metadata"
 	"floe/storage"
 	"floe/storage/faulty"
+	"floe/topicconfig"
 )
 
 func init() {
@@ -43,9 +44,11 @@ func (f *compactorFlags) register(fs *flag.FlagSet, prefix string) {
 	fs.IntVar(&c.Plan.MaxLevel, prefix+"max-level", c.Plan.MaxLevel, "highest `level` merges write")
 	fs.Int64Var(&c.Plan.MaxBytes, prefix+"max-merge-bytes", c.Plan.MaxBytes, "largest merged object in `bytes`")
 	fs.DurationVar(&c.Grace, prefix+"grace", c.Grace, "how long unreferenced objects stay in the bucket, and how old an uncommitted object must be to be deleted as an orphan")
-	fs.DurationVar(&c.DefaultRetention, prefix+"retention", c.DefaultRetention, "broker default of retention.ms (negative: keep forever)")
-	fs.Int64Var(&c.DefaultRetentionBytes, prefix+"retention-bytes", c.DefaultRetentionBytes, "broker default of retention.bytes per partition (negative: unlimited)")
-	fs.DurationVar(&c.DefaultDeleteRetention, prefix+"delete-retention", c.DefaultDeleteRetention, "broker default of delete.retention.ms: how long tombstones survive key compaction")
+	if prefix == "" {
+		// floe dev registers the topic defaults once, for agent and
+		// compactor both (agentFlags.register).
+		registerTopicDefaults(fs, &c.TopicDefaults)
+	}
 	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes` that key compaction rewrites (in memory)")
 	fs.Float64Var(&c.PaceRatio, prefix+"pace", c.PaceRatio, "in floe dev, merges pause this many times each step's duration while the agent is producing (0: never)")
 }
@@ -164,13 +167,11 @@ func compactorHTTP(g prometheus.Gatherer, store metadata.Store) http.Handler {
 }
 
 // devCompactorFlags are the compactor defaults of `floe dev`: rounds and
-// grace periods short enough to watch locally, and no broker-default
-// retention — a local broker keeps what it is given unless a topic sets
-// retention.ms or retention.bytes itself.
+// grace periods short enough to watch locally. Its topic defaults (records
+// kept forever) are the agent's, agent.DevConfig.
 func devCompactorFlags() *compactorFlags {
 	f := &compactorFlags{cfg: compactor.DefaultConfig()}
 	f.cfg.Interval = 5 * time.Second
-	f.cfg.DefaultRetention = -time.Millisecond
 	f.cfg.Grace = time.Minute
 	f.cfg.Plan.MaxWait = time.Minute
 	// Beside a busy agent, merges take at most a quarter of a core.
@@ -187,4 +188,17 @@ func startCompactor(ctx context.Context, f *compactorFlags, store metadata.Store
 	c := compactor.New(f.cfg, store, bucket, log)
 	c.Start(ctx)
 	return c, nil
+}
+
+// registerTopicDefaults adds the flags of the cluster's topic config
+// defaults: agents report them (DescribeConfigs) and apply
+// max.message.bytes, compactors enforce the rest. Give agents and
+// compactors the same values.
+func registerTopicDefaults(fs *flag.FlagSet, d *topicconfig.Defaults) {
+	fs.DurationVar(&d.Retention, "retention", d.Retention, "default retention.ms (log.retention.ms; negative: keep forever)")
+	fs.Int64Var(&d.RetentionBytes, "retention-bytes", d.RetentionBytes, "default retention.bytes per partition (log.retention.bytes; negative: unlimited)")
+	fs.DurationVar(&d.DeleteRetention, "delete-retention", d.DeleteRetention, "default delete.retention.ms: how long tombstones survive key compaction")
+	fs.DurationVar(&d.MaxCompactionLag, "max-compaction-lag", d.MaxCompactionLag, "default max.compaction.lag.ms: key compaction runs once uncompacted data is this old")
+	fs.Float64Var(&d.MinCleanableDirtyRatio, "min-cleanable-dirty-ratio", d.MinCleanableDirtyRatio, "default min.cleanable.dirty.ratio")
+	fs.Int64Var(&d.MaxMessageBytes, "max-message-bytes", d.MaxMessageBytes, "default max.message.bytes: the largest batch produce accepts (message.max.bytes)")
 }

@@ -95,6 +95,7 @@ type agentFlags struct {
 func (f *agentFlags) register(fs *flag.FlagSet) {
 	c := &f.cfg
 	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka listener `host:port`")
+	registerTopicDefaults(fs, &c.TopicDefaults)
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "`host:port` given to clients in Metadata (default: the Kafka listener)")
 	fs.StringVar(&c.Zone, "zone", c.Zone, "availability `zone` of this agent; clients with floe_az=ZONE in their client id prefer agents of their zone")
@@ -312,6 +313,7 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 			defer conv.Close()
 			gs = append(gs, conv.Gatherer())
 		}
+		f.compactor.cfg.TopicDefaults = f.cfg.TopicDefaults
 		f.compactor.cfg.Busy = func() bool { a := ag.Load(); return a != nil && a.ProduceBusy() }
 		c, err := startCompactor(ctx, f.compactor, store, bucket, log)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"floe/metadata"
-	"floe/metadata/internal/sqlutil"
+	"floe/metadata/internal/sqlstore"
 )
 
 // commitShards is the number of rows of the 'commits' counter (see the
@@ -99,22 +99,6 @@ func (s *Store) CommitCount(ctx context.Context) (int64, error) {
 	return c, nil
 }
 
-const indexColumns = `i.topic_id, i.part, i.base_offset, i.end_offset, i.object_key, i.byte_offset, i.byte_length, i.batches, i.min_ts, i.max_ts`
-
-func scanEntry(row pgx.Row) (metadata.IndexEntry, error) {
-	var (
-		e  metadata.IndexEntry
-		id []byte
-	)
-	if err := row.Scan(&id, &e.Partition, &e.BaseOffset, &e.EndOffset, &e.ObjectKey,
-		&e.ByteOffset, &e.ByteLength, &e.Batches, &e.MinTimestamp, &e.MaxTimestamp); err != nil {
-		return e, err
-	}
-	var err error
-	e.TopicID, err = sqlutil.TopicIDFromBytes(id)
-	return e, err
-}
-
 // Lookup implements metadata.Store. A limit <= 0 means no entry-count limit.
 //
 // The partition state and the entries are read by two statements sent as
@@ -128,10 +112,10 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 		sqlLimit = &l
 	}
 	b := &pgx.Batch{}
-	b.Queue(partitionQuery, topic[:], partition)
+	b.Queue(sqlstore.PartitionQuery, topic[:], partition)
 	// The inner max() finds the entry containing offset through the primary
 	// key; the outer scan then walks forward from it.
-	b.Queue(`SELECT `+indexColumns+` FROM object_index i
+	b.Queue(`SELECT `+sqlstore.IndexColumns+` FROM object_index i
 		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
 		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > $3
 		  AND $3 >= p.log_start_offset AND $3 < p.next_offset
@@ -141,7 +125,7 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 	out, err := func() ([]metadata.IndexEntry, error) {
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
-		p, err := scanPartition(br.QueryRow(), partition)
+		p, err := sqlstore.ScanPartition(row{br.QueryRow()}, partition)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +145,7 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 			total int64
 		)
 		for rows.Next() {
-			e, err := scanEntry(rows)
+			e, err := sqlstore.ScanEntry(rows)
 			if err != nil {
 				return nil, err
 			}
@@ -182,7 +166,7 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 // LookupTimestamp implements metadata.Store. Entries wholly below the log
 // start offset are ignored; ErrUnknownTopic if the partition does not exist.
 func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, partition int32, ts int64) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+indexColumns+` FROM object_index i
+	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
 		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
 		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > p.log_start_offset AND i.max_ts >= $3
 		ORDER BY i.base_offset LIMIT 1`, ts)
@@ -195,7 +179,7 @@ func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, par
 // LookupMaxTimestamp implements metadata.Store; ErrUnknownTopic if the
 // partition does not exist.
 func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, partition int32) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+indexColumns+` FROM object_index i
+	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
 		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
 		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > p.log_start_offset
 		ORDER BY i.max_ts DESC, i.base_offset LIMIT 1`)
@@ -209,14 +193,14 @@ func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, 
 // extra... as arguments) as one batch and returns query's single row.
 func (s *Store) lookupOne(ctx context.Context, topic metadata.TopicID, partition int32, query string, extra ...any) (metadata.IndexEntry, error) {
 	b := &pgx.Batch{}
-	b.Queue(partitionQuery, topic[:], partition)
+	b.Queue(sqlstore.PartitionQuery, topic[:], partition)
 	b.Queue(query, append([]any{topic[:], partition}, extra...)...)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	if _, err := scanPartition(br.QueryRow(), partition); err != nil {
+	if _, err := sqlstore.ScanPartition(row{br.QueryRow()}, partition); err != nil {
 		return metadata.IndexEntry{}, err
 	}
-	e, err := scanEntry(br.QueryRow())
+	e, err := sqlstore.ScanEntry(br.QueryRow())
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = metadata.ErrNotFound
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlstore"
 	"floe/metadata/internal/sqlutil"
 )
 
@@ -136,22 +137,6 @@ func (s *Store) CommitCount(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-const indexColumns = `topic_id, part, base_offset, end_offset, object_key, byte_offset, byte_length, batches, min_ts, max_ts`
-
-func scanEntry(row interface{ Scan(...any) error }) (metadata.IndexEntry, error) {
-	var (
-		e  metadata.IndexEntry
-		id []byte
-	)
-	if err := row.Scan(&id, &e.Partition, &e.BaseOffset, &e.EndOffset, &e.ObjectKey,
-		&e.ByteOffset, &e.ByteLength, &e.Batches, &e.MinTimestamp, &e.MaxTimestamp); err != nil {
-		return e, err
-	}
-	var err error
-	e.TopicID, err = sqlutil.TopicIDFromBytes(id)
-	return e, err
-}
-
 // Lookup implements metadata.Store. A limit <= 0 means no entry-count limit.
 func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition int32, offset int64, maxBytes int64, limit int) ([]metadata.IndexEntry, error) {
 	var out []metadata.IndexEntry
@@ -182,7 +167,7 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 		defer rows.Close()
 		var total int64
 		for rows.Next() {
-			e, err := scanEntry(rows)
+			e, err := sqlstore.ScanEntry(rows)
 			if err != nil {
 				return err
 			}
@@ -203,7 +188,7 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 // LookupTimestamp implements metadata.Store. Entries wholly below the log
 // start offset are ignored; ErrUnknownTopic if the partition does not exist.
 func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, partition int32, ts int64) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+indexColumns+` FROM object_index
+	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
 		WHERE topic_id = ?1 AND part = ?2 AND end_offset > ?3 AND max_ts >= ?4
 		ORDER BY base_offset LIMIT 1`, ts)
 	if err != nil {
@@ -215,7 +200,7 @@ func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, par
 // LookupMaxTimestamp implements metadata.Store; ErrUnknownTopic if the
 // partition does not exist.
 func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, partition int32) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+indexColumns+` FROM object_index
+	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
 		WHERE topic_id = ?1 AND part = ?2 AND end_offset > ?3
 		ORDER BY max_ts DESC, base_offset LIMIT 1`)
 	if err != nil {
@@ -229,12 +214,12 @@ func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, 
 func (s *Store) lookupOne(ctx context.Context, topic metadata.TopicID, partition int32, query string, extra ...any) (metadata.IndexEntry, error) {
 	var e metadata.IndexEntry
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		p, err := partitionState(ctx, tx, topic, partition)
+		p, err := sqlstore.ScanPartition(tx.QueryRowContext(ctx, rebind(sqlstore.PartitionQuery), topic[:], partition), partition)
 		if err != nil {
 			return err
 		}
 		args := append([]any{topic[:], partition, p.LogStartOffset}, extra...)
-		e, err = scanEntry(tx.QueryRowContext(ctx, query, args...))
+		e, err = sqlstore.ScanEntry(tx.QueryRowContext(ctx, query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return metadata.ErrNotFound
 		}

@@ -22,11 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlstore"
 	"floe/metadata/internal/sqlutil"
 )
 
@@ -39,6 +42,8 @@ const busyTimeoutMillis = 10000
 
 // Store is the SQLite metadata store.
 type Store struct {
+	// Store holds the queries written once for both stores (sqlstore).
+	*sqlstore.Store
 	// w is the single writer connection (SetMaxOpenConns(1)); every write
 	// transaction starts with BEGIN IMMEDIATE (the _txlock DSN option), so a
 	// transaction that reads then writes can never fail on lock upgrade.
@@ -49,6 +54,10 @@ type Store struct {
 	stmts [numStmts]*sql.Stmt
 	// rstmts are the fetch path's statements, prepared on r (stmts.go).
 	rstmts [numReadStmts]*sql.Stmt
+	// readStmts maps the text of a shared read to its statement prepared
+	// on r (readStmt); nReadStmts counts them.
+	readStmts  sync.Map
+	nReadStmts atomic.Int64
 	// ckpt checkpoints the WAL in the background; nil during migrations.
 	ckpt *checkpointer
 	// now is the store's clock; tests of this package may replace it.
@@ -86,6 +95,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s := &Store{w: w, now: time.Now}
+	s.Store = sqlstore.New(sqlDB{s}, dialect{})
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -199,256 +209,4 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	defer tx.Rollback()
 	return fn(tx)
-}
-
-// queryer is what *sql.DB and *sql.Tx share.
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// CreateTopic implements metadata.Store.
-func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (metadata.Topic, error) {
-	if partitions < 1 {
-		return metadata.Topic{}, fmt.Errorf("create topic %s: %w: %d", name, metadata.ErrInvalidPartitions, partitions)
-	}
-	cfg, err := sqlutil.EncodeConfigs(configs)
-	if err != nil {
-		return metadata.Topic{}, fmt.Errorf("create topic %s: %w", name, err)
-	}
-	id, err := sqlutil.NewTopicID()
-	if err != nil {
-		return metadata.Topic{}, fmt.Errorf("create topic %s: %w", name, err)
-	}
-	created := s.now().UnixMilli()
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM topics WHERE name = ?`, name).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return metadata.ErrTopicExists
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO topics (id, name, partitions, configs, created_at) VALUES (?, ?, ?, ?, ?)`,
-			id[:], name, partitions, cfg, created); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n + 1 < ?)
-			INSERT INTO partitions (topic_id, part) SELECT ?, n FROM g`, partitions, id[:])
-		return err
-	})
-	if err != nil {
-		return metadata.Topic{}, fmt.Errorf("create topic %s: %w", name, err)
-	}
-	c, _ := sqlutil.DecodeConfigs(cfg)
-	return metadata.Topic{ID: id, Name: name, Partitions: partitions, Configs: c, CreatedAt: time.UnixMilli(created)}, nil
-}
-
-// DeleteTopic implements metadata.Store.
-func (s *Store) DeleteTopic(ctx context.Context, name string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var id []byte
-		err := tx.QueryRowContext(ctx, `DELETE FROM topics WHERE name = ? RETURNING id`, name).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return metadata.ErrUnknownTopic
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM partitions WHERE topic_id = ?`, id); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM object_index WHERE topic_id = ?`, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("delete topic %s: %w", name, err)
-	}
-	return nil
-}
-
-const topicColumns = `id, name, partitions, configs, created_at`
-
-func scanTopic(row interface{ Scan(...any) error }) (metadata.Topic, error) {
-	var (
-		t       metadata.Topic
-		id      []byte
-		cfg     string
-		created int64
-	)
-	if err := row.Scan(&id, &t.Name, &t.Partitions, &cfg, &created); err != nil {
-		return t, err
-	}
-	var err error
-	if t.ID, err = sqlutil.TopicIDFromBytes(id); err != nil {
-		return t, err
-	}
-	if t.Configs, err = sqlutil.DecodeConfigs(cfg); err != nil {
-		return t, err
-	}
-	t.CreatedAt = time.UnixMilli(created)
-	return t, nil
-}
-
-// Topic implements metadata.Store.
-func (s *Store) Topic(ctx context.Context, name string) (metadata.Topic, error) {
-	t, err := scanTopic(s.r.QueryRowContext(ctx, `SELECT `+topicColumns+` FROM topics WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = metadata.ErrUnknownTopic
-	}
-	if err != nil {
-		return metadata.Topic{}, fmt.Errorf("topic %s: %w", name, err)
-	}
-	return t, nil
-}
-
-// TopicByID implements metadata.Store.
-func (s *Store) TopicByID(ctx context.Context, id metadata.TopicID) (metadata.Topic, error) {
-	t, err := scanTopic(s.r.QueryRowContext(ctx, `SELECT `+topicColumns+` FROM topics WHERE id = ?`, id[:]))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = metadata.ErrUnknownTopic
-	}
-	if err != nil {
-		return metadata.Topic{}, fmt.Errorf("topic %x: %w", id, err)
-	}
-	return t, nil
-}
-
-// Topics implements metadata.Store.
-func (s *Store) Topics(ctx context.Context) ([]metadata.Topic, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+topicColumns+` FROM topics ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("topics: %w", err)
-	}
-	defer rows.Close()
-	var ts []metadata.Topic
-	for rows.Next() {
-		t, err := scanTopic(rows)
-		if err != nil {
-			return nil, fmt.Errorf("topics: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("topics: %w", err)
-	}
-	return ts, nil
-}
-
-// TopicTotals implements metadata.Store.
-func (s *Store) TopicTotals(ctx context.Context) (int, int64, error) {
-	var (
-		topics     int
-		partitions int64
-	)
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(partitions), 0) FROM topics`).Scan(&topics, &partitions); err != nil {
-		return 0, 0, fmt.Errorf("topic totals: %w", err)
-	}
-	return topics, partitions, nil
-}
-
-// CreatePartitions implements metadata.Store.
-func (s *Store) CreatePartitions(ctx context.Context, name string, total int32) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var (
-			id  []byte
-			cur int32
-		)
-		err := tx.QueryRowContext(ctx, `SELECT id, partitions FROM topics WHERE name = ?`, name).Scan(&id, &cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return metadata.ErrUnknownTopic
-		}
-		if err != nil {
-			return err
-		}
-		if total <= cur {
-			return fmt.Errorf("%w: %d partitions requested, topic has %d", metadata.ErrInvalidPartitions, total, cur)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE topics SET partitions = ? WHERE id = ?`, total, id); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `WITH RECURSIVE g(n) AS (SELECT ? UNION ALL SELECT n + 1 FROM g WHERE n + 1 < ?)
-			INSERT INTO partitions (topic_id, part) SELECT ?, n FROM g`, cur, total, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("create partitions %s: %w", name, err)
-	}
-	return nil
-}
-
-// SetTopicConfigs implements metadata.Store.
-func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
-	cfg, err := sqlutil.EncodeConfigs(configs)
-	if err != nil {
-		return fmt.Errorf("set configs %s: %w", name, err)
-	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE topics SET configs = ? WHERE name = ?`, cfg, name)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return metadata.ErrUnknownTopic
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("set configs %s: %w", name, err)
-	}
-	return nil
-}
-
-// Partitions implements metadata.Store.
-func (s *Store) Partitions(ctx context.Context, topic metadata.TopicID) ([]metadata.PartitionState, error) {
-	var ps []metadata.PartitionState
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.StmtContext(ctx, s.rstmts[rsTopicExists]).QueryRowContext(ctx, topic[:]).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return metadata.ErrUnknownTopic
-		}
-		rows, err := tx.StmtContext(ctx, s.rstmts[rsPartitionsOf]).QueryContext(ctx, topic[:])
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var p metadata.PartitionState
-			if err := rows.Scan(&p.Partition, &p.LogStartOffset, &p.NextOffset, &p.MaxTimestamp); err != nil {
-				return err
-			}
-			ps = append(ps, p)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("partitions of %x: %w", topic, err)
-	}
-	return ps, nil
-}
-
-// Partition implements metadata.Store; ErrUnknownTopic if the topic or the
-// partition does not exist.
-func (s *Store) Partition(ctx context.Context, topic metadata.TopicID, partition int32) (metadata.PartitionState, error) {
-	p, err := partitionState(ctx, s.r, topic, partition)
-	if err != nil {
-		return p, fmt.Errorf("partition %x/%d: %w", topic, partition, err)
-	}
-	return p, nil
-}
-
-func partitionState(ctx context.Context, q queryer, topic metadata.TopicID, partition int32) (metadata.PartitionState, error) {
-	p := metadata.PartitionState{Partition: partition}
-	err := q.QueryRowContext(ctx, `SELECT log_start_offset, next_offset, max_timestamp
-		FROM partitions WHERE topic_id = ? AND part = ?`, topic[:], partition).
-		Scan(&p.LogStartOffset, &p.NextOffset, &p.MaxTimestamp)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = metadata.ErrUnknownTopic
-	}
-	return p, err
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"floe/metadata/internal/sqlstore"
 )
 
 // stmtID names one of the statements of the commit path, which the Store
@@ -69,21 +71,17 @@ var stmtSQL = [numStmts]string{
 type readStmtID int
 
 const (
-	rsTopicExists readStmtID = iota
-	rsPartitionsOf
-	rsPartitionState
+	rsPartitionState readStmtID = iota
 	rsLookup
 	numReadStmts
 )
 
 var readStmtSQL = [numReadStmts]string{
-	rsTopicExists:  `SELECT count(*) FROM topics WHERE id = ?`,
-	rsPartitionsOf: `SELECT part, log_start_offset, next_offset, max_timestamp FROM partitions WHERE topic_id = ? ORDER BY part`,
 	rsPartitionState: `SELECT log_start_offset, next_offset, max_timestamp
 		FROM partitions WHERE topic_id = ? AND part = ?`,
 	// The inner max() finds the entry containing offset through the
 	// primary key; the outer scan then walks forward from it.
-	rsLookup: `SELECT ` + indexColumns + ` FROM object_index
+	rsLookup: `SELECT ` + sqlstore.IndexColumns + ` FROM object_index i
 		WHERE topic_id = ?1 AND part = ?2 AND end_offset > ?3
 		  AND base_offset >= coalesce((SELECT max(base_offset) FROM object_index
 		                               WHERE topic_id = ?1 AND part = ?2 AND base_offset <= ?3), ?3)
@@ -131,6 +129,11 @@ func (s *Store) closeStmts() error {
 			s.rstmts[i] = nil
 		}
 	}
+	s.readStmts.Range(func(k, st any) bool {
+		errs = append(errs, st.(*sql.Stmt).Close())
+		s.readStmts.Delete(k)
+		return true
+	})
 	return errors.Join(errs...)
 }
 

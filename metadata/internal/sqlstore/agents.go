@@ -1,17 +1,16 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"floe/metadata"
 )
 
 // registerAttempts bounds the retries of RegisterAgent when agents starting
-// together pick the same free node id (the loser gets a unique violation).
+// together pick the same free node id (the loser gets a unique violation;
+// only PostgreSQL, with concurrent writers, ever sees one).
 const registerAttempts = 20
 
 // RegisterAgent implements metadata.Store in one upsert. A new ID gets the
@@ -19,15 +18,15 @@ const registerAttempts = 20
 func (s *Store) RegisterAgent(ctx context.Context, a metadata.Agent) (metadata.Agent, error) {
 	var err error
 	for range registerAttempts {
-		err = s.pool.QueryRow(ctx, `INSERT INTO agents (id, node_id, host, port, zone, last_heartbeat)
+		err = s.db.Write().QueryRow(ctx, `INSERT INTO agents (id, node_id, host, port, zone, last_heartbeat)
 			VALUES ($1,
 				(SELECT min(c.n) FROM (SELECT 1 AS n UNION ALL SELECT node_id + 1 FROM agents) c
 				  WHERE NOT EXISTS (SELECT 1 FROM agents x WHERE x.node_id = c.n)),
-				$2, $3, $4, now())
+				$2, $3, $4, `+s.d.Now()+`)
 			ON CONFLICT (id) DO UPDATE
-			   SET host = EXCLUDED.host, port = EXCLUDED.port, zone = EXCLUDED.zone, last_heartbeat = now()
-			RETURNING node_id, last_heartbeat`, a.ID, a.Host, a.Port, a.Zone).Scan(&a.NodeID, &a.LastHeartbeat)
-		if !isUniqueViolation(err, "agents_node_id_key") {
+			   SET host = excluded.host, port = excluded.port, zone = excluded.zone, last_heartbeat = excluded.last_heartbeat
+			RETURNING node_id, last_heartbeat`, a.ID, a.Host, a.Port, a.Zone).Scan(&a.NodeID, Time(&a.LastHeartbeat))
+		if !s.d.IsUniqueViolation(err) {
 			break
 		}
 	}
@@ -39,11 +38,8 @@ func (s *Store) RegisterAgent(ctx context.Context, a metadata.Agent) (metadata.A
 
 // Heartbeat implements metadata.Store.
 func (s *Store) Heartbeat(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE agents SET last_heartbeat = now() WHERE id = $1`, id)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = metadata.ErrNotFound
-	}
-	if err != nil {
+	n, err := s.db.Write().Exec(ctx, `UPDATE agents SET last_heartbeat = `+s.d.Now()+` WHERE id = $1`, id)
+	if err := affected(n, err, metadata.ErrNotFound); err != nil {
 		return fmt.Errorf("heartbeat %s: %w", id, err)
 	}
 	return nil
@@ -52,28 +48,28 @@ func (s *Store) Heartbeat(ctx context.Context, id string) error {
 // DeregisterAgent implements metadata.Store; removing an absent agent is not
 // an error.
 func (s *Store) DeregisterAgent(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM agents WHERE id = $1`, id); err != nil {
+	if _, err := s.db.Write().Exec(ctx, `DELETE FROM agents WHERE id = $1`, id); err != nil {
 		return fmt.Errorf("deregister agent %s: %w", id, err)
 	}
 	return nil
 }
 
-// LiveAgents implements metadata.Store in one statement. ttl must be positive.
+// LiveAgents implements metadata.Store. ttl must be positive. The expired
+// rows are deleted first; the read then filters by the same cutoff, so an
+// agent that expires between the two statements is not returned either.
 func (s *Store) LiveAgents(ctx context.Context, ttl time.Duration) ([]metadata.Agent, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("live agents: ttl %v must be positive", ttl)
 	}
-	rows, err := s.pool.Query(ctx, `WITH gone AS (
-			DELETE FROM agents WHERE last_heartbeat <= now() - $1::bigint * interval '1 microsecond')
-		SELECT id, node_id, host, port, zone, last_heartbeat FROM agents
-		 WHERE last_heartbeat > now() - $1::bigint * interval '1 microsecond'
-		 ORDER BY node_id`, ttl.Microseconds())
-	if err != nil {
+	cutoff := s.d.Now() + ` - ` + s.d.Micros("$1")
+	if _, err := s.db.Write().Exec(ctx, `DELETE FROM agents WHERE last_heartbeat <= `+cutoff, ttl.Microseconds()); err != nil {
 		return nil, fmt.Errorf("live agents: %w", err)
 	}
-	as, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (metadata.Agent, error) {
+	rows, err := s.db.Read().Query(ctx, `SELECT id, node_id, host, port, zone, last_heartbeat FROM agents
+		WHERE last_heartbeat > `+cutoff+` ORDER BY node_id`, ttl.Microseconds())
+	as, err := collect(rows, err, func(r Row) (metadata.Agent, error) {
 		var a metadata.Agent
-		err := row.Scan(&a.ID, &a.NodeID, &a.Host, &a.Port, &a.Zone, &a.LastHeartbeat)
+		err := r.Scan(&a.ID, &a.NodeID, &a.Host, &a.Port, &a.Zone, Time(&a.LastHeartbeat))
 		return a, err
 	})
 	if err != nil {

@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 
@@ -13,35 +10,6 @@ import (
 	"floe/metadata"
 	"floe/metadata/internal/sqlutil"
 )
-
-// InitProducerID implements metadata.ProducerStore.
-func (s *Store) InitProducerID(ctx context.Context, producerID int64, epoch int16) (int64, int16, error) {
-	if producerID >= 0 {
-		// Bump only from the current epoch: the update matches nothing
-		// otherwise, and the id is unknown or fenced.
-		var ep int16
-		err := s.pool.QueryRow(ctx, `UPDATE producer_ids SET epoch = epoch + 1
-			WHERE producer_id = $1 AND epoch = $2 AND epoch < $3 RETURNING epoch`,
-			producerID, epoch, int16(math.MaxInt16-1)).Scan(&ep)
-		if err == nil {
-			return producerID, ep, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return -1, -1, fmt.Errorf("init producer id: %w", err)
-		}
-		var cur int16
-		err = s.pool.QueryRow(ctx, `SELECT epoch FROM producer_ids WHERE producer_id = $1`, producerID).Scan(&cur)
-		if err != nil || cur != epoch {
-			return -1, -1, fmt.Errorf("init producer id %d epoch %d: %w", producerID, epoch, metadata.ErrInvalidProducerEpoch)
-		}
-		// Epoch exhausted: a fresh id, as Kafka does.
-	}
-	var id int64
-	if err := s.pool.QueryRow(ctx, `INSERT INTO producer_ids (epoch) VALUES (0) RETURNING producer_id`).Scan(&id); err != nil {
-		return -1, -1, fmt.Errorf("init producer id: %w", err)
-	}
-	return id, 0, nil
-}
 
 type pidKey struct {
 	run sqlutil.RunKey

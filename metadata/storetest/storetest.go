@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"LookupTimestamp", testLookupTimestamp},
 		{"LookupMaxTimestamp", testLookupMaxTimestamp},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"ConcurrentProducerCommits", testConcurrentProducerCommits},
 		{"InitProducerID", testInitProducerID},
 		{"ProducerSequences", testProducerSequences},
 		{"TxnRecords", testTxnRecords},

@@ -57,7 +57,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{Store: sqlstore.New(sqlDB{pool}, dialect{}), pool: pool}, nil
+	return &Store{Store: sqlstore.New(sqlDB{pool}, dialect{}, batches{pool}), pool: pool}, nil
 }
 
 // Close closes the pool, waiting for acquired connections to be released.

@@ -95,7 +95,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s := &Store{w: w, now: time.Now}
-	s.Store = sqlstore.New(sqlDB{s}, dialect{})
+	s.Store = sqlstore.New(sqlDB{s}, dialect{}, batches{s})
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

@@ -1,33 +1,11 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"slices"
 
 	"floe/metadata"
 )
-
-// PutTxnOffsets implements metadata.TxnStore, metadata.OffsetChunk offsets
-// per transaction.
-func (s *Store) PutTxnOffsets(ctx context.Context, txnID, group string, offsets []metadata.GroupOffset) error {
-	for chunk := range slices.Chunk(offsets, metadata.OffsetChunk) {
-		err := s.writeStmtTx(ctx, func(t *wtx) error {
-			for _, o := range chunk {
-				if err := t.exec(stUpsertTxnOffset, txnID, group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("transactional offsets of %s: %w", txnID, err)
-		}
-	}
-	return nil
-}
 
 // loadTxns reads the open transactions of r's partition for the producers
 // of its transactional batches and markers (nil if it has none).

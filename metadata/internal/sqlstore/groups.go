@@ -12,9 +12,27 @@ import (
 	"floe/metadata/internal/sqlutil"
 )
 
-// The group store's plain reads and writes. CommitOffsets and
-// DeleteOffsets stay in the stores: they batch many rows per statement
-// (PostgreSQL's unnest arrays) or per prepared statement (SQLite).
+// CommitOffsets implements metadata.GroupStore, metadata.OffsetChunk
+// offsets per transaction (see there for why that is safe).
+func (s *Store) CommitOffsets(ctx context.Context, group string, offsets []metadata.GroupOffset) error {
+	for chunk := range slices.Chunk(offsets, metadata.OffsetChunk) {
+		if err := s.b.UpsertGroupOffsets(ctx, group, chunk); err != nil {
+			return fmt.Errorf("commit offsets of %s: %w", group, err)
+		}
+	}
+	return nil
+}
+
+// DeleteOffsets implements metadata.GroupStore, metadata.OffsetChunk
+// partitions per transaction.
+func (s *Store) DeleteOffsets(ctx context.Context, group string, parts []metadata.TopicPartition) error {
+	for chunk := range slices.Chunk(parts, metadata.OffsetChunk) {
+		if err := s.b.DeleteGroupOffsets(ctx, group, chunk); err != nil {
+			return fmt.Errorf("delete offsets of %s: %w", group, err)
+		}
+	}
+	return nil
+}
 
 // FetchOffsets implements metadata.GroupStore.
 func (s *Store) FetchOffsets(ctx context.Context, group string) ([]metadata.GroupOffset, error) {

@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"floe/metadata"
 )
 
 // Querier runs statements on a pool or inside one transaction.
@@ -89,15 +91,34 @@ type Dialect interface {
 	IsUniqueViolation(err error) bool
 }
 
+// Batches writes many offset rows at once, as each store does it best:
+// PostgreSQL in one statement over arrays (unnest), SQLite through one
+// prepared statement per row in one transaction. The Store cuts what it is
+// given into metadata.OffsetChunk rows per call.
+type Batches interface {
+	// UpsertGroupOffsets writes offsets of group (at most OffsetChunk) in
+	// one transaction, committed at the store clock's now; of a partition
+	// named twice, the last wins.
+	UpsertGroupOffsets(ctx context.Context, group string, offsets []metadata.GroupOffset) error
+	// UpsertTxnOffsets is UpsertGroupOffsets for the pending offsets of a
+	// transaction.
+	UpsertTxnOffsets(ctx context.Context, txnID, group string, offsets []metadata.GroupOffset) error
+	// DeleteGroupOffsets deletes the offsets of parts (at most
+	// OffsetChunk) of group in one transaction.
+	DeleteGroupOffsets(ctx context.Context, group string, parts []metadata.TopicPartition) error
+}
+
 // Store implements the metadata.Store methods written once. A store
 // embeds it and adds what stays its own.
 type Store struct {
 	db DB
 	d  Dialect
+	b  Batches
 }
 
-// New returns the shared methods over db in dialect d.
-func New(db DB, d Dialect) *Store { return &Store{db: db, d: d} }
+// New returns the shared methods over db in dialect d, writing offsets
+// through b.
+func New(db DB, d Dialect, b Batches) *Store { return &Store{db: db, d: d, b: b} }
 
 // Time returns a scan destination for a time column: a timestamptz
 // (PostgreSQL) or unix milliseconds (SQLite). NULL and 0 leave the zero

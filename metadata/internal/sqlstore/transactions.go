@@ -6,15 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"floe/metadata"
 	"floe/metadata/internal/sqlutil"
 )
 
-// The transaction store's plain reads and writes. PutTxnOffsets stays in
-// the stores, batched as their CommitOffsets; the commit's reads and
-// writes of txn_partitions and txn_aborted are the commit's.
+// The transaction store's reads and writes; the commit's reads and writes
+// of txn_partitions and txn_aborted are the commit's, in each store.
+
+// PutTxnOffsets implements metadata.TxnStore, metadata.OffsetChunk offsets
+// per transaction, as CommitOffsets.
+func (s *Store) PutTxnOffsets(ctx context.Context, txnID, group string, offsets []metadata.GroupOffset) error {
+	for chunk := range slices.Chunk(offsets, metadata.OffsetChunk) {
+		if err := s.b.UpsertTxnOffsets(ctx, txnID, group, chunk); err != nil {
+			return fmt.Errorf("transactional offsets of %s: %w", txnID, err)
+		}
+	}
+	return nil
+}
 
 // InitProducerID implements metadata.ProducerStore.
 func (s *Store) InitProducerID(ctx context.Context, producerID int64, epoch int16) (int64, int16, error) {

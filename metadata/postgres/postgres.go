@@ -1,11 +1,16 @@
 // Package postgres is the production metadata.Store on PostgreSQL (pgx/v5).
 //
-// Every agent of a cluster shares one database. The hot path, CommitObject,
-// is one call of the plpgsql function floe_commit_object (see
-// migrations/0001_init.sql): one statement, one transaction, one round trip
-// per flush. Reads that need two queries send them as one pgx batch. Times
-// (created_at, heartbeats) come from the database clock, now(), so agents
-// with skewed clocks agree on liveness.
+// Every agent of a cluster shares one database. The plain reads and writes
+// are metadata/internal/sqlstore's, run on the pgx pool natively in
+// PostgreSQL's dialect (shared.go); what is this package's own is the
+// commit, the fetch path's look-ups, the offset batches and the
+// migrations. A commit without producer ids is one call of the plpgsql
+// function floe_commit_object (see migrations/0001_init.sql): one
+// statement, one transaction, one round trip per flush; an idempotent or
+// transactional one is a transaction driven from Go (commitChecked). The
+// look-ups send their two queries as one pgx batch. Times (created_at,
+// heartbeats, leases) come from the database clock, now(), so agents with
+// skewed clocks agree on liveness.
 //
 // The package never talks to object storage.
 package postgres
@@ -32,8 +37,8 @@ var migrationFS embed.FS
 // agents starting at the same time ("floe" in ASCII, then 1).
 const migrationLockKey int64 = 0x666c6f65_00000001
 
-// Store is the PostgreSQL metadata store. It holds only a connection pool;
-// all state lives in the database.
+// Store is the PostgreSQL metadata store. It holds only a connection pool
+// (the shared queries run on it too); all state lives in the database.
 type Store struct {
 	// Store holds the queries written once for both stores (sqlstore).
 	*sqlstore.Store

@@ -23,11 +23,6 @@ type sqlDB struct{ pool *pgxpool.Pool }
 func (d sqlDB) Read() sqlstore.Querier  { return querier{d.pool} }
 func (d sqlDB) Write() sqlstore.Querier { return querier{d.pool} }
 
-func (d sqlDB) ReadTx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead},
-		func(tx pgx.Tx) error { return fn(querier{tx}) })
-}
-
 func (d sqlDB) WriteTx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(querier{tx}) })
 }

@@ -25,10 +25,6 @@ type sqlDB struct{ s *Store }
 func (d sqlDB) Read() sqlstore.Querier  { return querier{q: d.s.r, prep: d.s} }
 func (d sqlDB) Write() sqlstore.Querier { return querier{q: d.s.w, s: d.s} }
 
-func (d sqlDB) ReadTx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
-	return d.s.readTx(ctx, func(tx *sql.Tx) error { return fn(querier{q: tx}) })
-}
-
 func (d sqlDB) WriteTx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	return d.s.writeTx(ctx, func(tx *sql.Tx) error { return fn(querier{q: tx}) })
 }

@@ -8,9 +8,12 @@
 // beside the writer and see only committed state. The flush commit's
 // statements are prepared once on the writer connection (stmts.go), and a
 // third connection checkpoints the WAL in the background (checkpoint.go), so
-// a commit neither compiles SQL nor copies the WAL back. Times come from the Go
-// clock of the process (unix milliseconds), which is the store's clock because
-// an SQLite file is used by one host.
+// a commit neither compiles SQL nor copies the WAL back. The plain reads and
+// writes are metadata/internal/sqlstore's, in SQLite's dialect (shared.go),
+// their reads prepared once on the reader pool too. Times are unix
+// milliseconds of the host's clock (the commit's from time.Now, the shared
+// queries' from SQLite's unixepoch): the store's clock, because an SQLite
+// file is used by one host.
 //
 // The package never talks to object storage.
 package sqlite
@@ -60,7 +63,9 @@ type Store struct {
 	nReadStmts atomic.Int64
 	// ckpt checkpoints the WAL in the background; nil during migrations.
 	ckpt *checkpointer
-	// now is the store's clock; tests of this package may replace it.
+	// now is the commit path's clock (objects, producer states, group
+	// offsets); the shared queries read the same host clock in SQL
+	// (dialect.Now).
 	now func() time.Time
 }
 

@@ -234,20 +234,12 @@ func (s *Store) UpdateGroupConfigs(ctx context.Context, group string, update fun
 			}
 			break
 		}
-		cur, err := sqlutil.DecodeConfigs(raw)
+		cfg, n, err := updateConfigs(raw, update)
 		if err != nil {
 			return err
 		}
-		next, err := update(cur)
-		if err != nil {
-			return err
-		}
-		if len(next) == 0 {
+		if n == 0 {
 			_, err = q.Exec(ctx, `DELETE FROM group_configs WHERE group_id = $1`, group)
-			return err
-		}
-		cfg, err := sqlutil.EncodeConfigs(next)
-		if err != nil {
 			return err
 		}
 		_, err = q.Exec(ctx, `UPDATE group_configs SET configs = `+s.d.JSON("$2")+` WHERE group_id = $1`, group, cfg)

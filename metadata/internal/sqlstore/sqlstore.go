@@ -53,8 +53,6 @@ type DB interface {
 	Read() Querier
 	// Write runs single writes, each its own transaction.
 	Write() Querier
-	// ReadTx runs fn in one read-only transaction (one snapshot).
-	ReadTx(ctx context.Context, fn func(q Querier) error) error
 	// WriteTx runs fn in one write transaction, committed if fn returns nil.
 	WriteTx(ctx context.Context, fn func(q Querier) error) error
 }

@@ -182,15 +182,7 @@ func (s *Store) UpdateTopicConfigs(ctx context.Context, name string, update func
 		if err := noRows(err, metadata.ErrUnknownTopic); err != nil {
 			return err
 		}
-		cur, err := sqlutil.DecodeConfigs(raw)
-		if err != nil {
-			return err
-		}
-		next, err := update(cur)
-		if err != nil {
-			return err
-		}
-		cfg, err := sqlutil.EncodeConfigs(next)
+		cfg, _, err := updateConfigs(raw, update)
 		if err != nil {
 			return err
 		}
@@ -274,4 +266,19 @@ func (s *Store) PartitionProducers(ctx context.Context, topic metadata.TopicID, 
 		return nil, fmt.Errorf("producers of %x/%d: %w", topic, partition, err)
 	}
 	return ps, nil
+}
+
+// updateConfigs decodes raw, lets update change the configs and encodes
+// what it returns, with how many configs that is.
+func updateConfigs(raw string, update func(map[string]string) (map[string]string, error)) (string, int, error) {
+	cur, err := sqlutil.DecodeConfigs(raw)
+	if err != nil {
+		return "", 0, err
+	}
+	next, err := update(cur)
+	if err != nil {
+		return "", 0, err
+	}
+	cfg, err := sqlutil.EncodeConfigs(next)
+	return cfg, len(next), err
 }

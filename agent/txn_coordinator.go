@@ -6,10 +6,10 @@ package agent
 // partition, and the background loop that aborts timed-out transactions and
 // finishes the ones a crashed coordinator left half-ended.
 //
-// Placement is the group coordinator's rendezvous hash (coordinator.ownerOf)
+// Placement is the group coordinator's rendezvous hash (Agent.coordinatorFor)
 // over the live agents; the lease metadata.TxnLeaseName(id) makes it
-// exclusive, trusted locally until renewal start + TTL - margin as for
-// groups. The state lives in the store (metadata.Transaction) and is written
+// exclusive, with the group coordinator's lease lifecycle (leased.go). The
+// state lives in the store (metadata.Transaction) and is written
 // before anything it implies happens: PrepareCommit/PrepareAbort is saved
 // before the first marker, so an agent taking over an id in a Prepare state
 // writes the markers again (a partition whose transaction a marker already
@@ -46,114 +46,87 @@ const (
 
 // txnCoordinator holds the transactional ids this agent coordinates.
 //
-// Locking: mu guards the entries map only; each txnEntry's mu guards its
-// fields and is held across the store and marker I/O of one request, so the
-// requests of one id are applied one at a time, in order. Lock order: an
-// entry's mu before c.mu, never the reverse.
+// Locking: mu guards the entries map only (the leased owner's); each
+// txnEntry's mu (its leaseState's) guards its fields and is held across the
+// store and marker I/O of one request, so the requests of one id are
+// applied one at a time, in order. Lock order: an entry's mu before c.mu,
+// never the reverse.
 type txnCoordinator struct {
 	a        *Agent
 	leaseTTL time.Duration
 
 	mu      sync.Mutex
 	entries map[string]*txnEntry
+	leases  *leased[*txnEntry]
 }
 
-// txnEntry is one coordinated transactional id.
+// txnEntry is one coordinated transactional id; the fields below
+// leaseState are guarded by its mu.
 type txnEntry struct {
 	id string
+	leaseState
 
-	mu         sync.Mutex
-	t          metadata.Transaction // valid when loaded
-	exists     bool                 // the store has a record (t is it)
-	loaded     bool
-	epoch      int64 // lease epoch the state was loaded under
-	leaseUntil time.Time
-	lastUsed   time.Time
-	gone       bool // removed from the map: callers must look again
+	t      metadata.Transaction // valid when loaded (leaseState.held)
+	exists bool                 // the store has a record (t is it)
 }
 
 func newTxnCoordinator(a *Agent) *txnCoordinator {
-	return &txnCoordinator{a: a, leaseTTL: a.cfg.AgentTTL, entries: map[string]*txnEntry{}}
+	c := &txnCoordinator{a: a, leaseTTL: a.cfg.AgentTTL, entries: map[string]*txnEntry{}}
+	c.leases = newLeased(a, &c.mu, c.entries, leaseHooks[*txnEntry]{
+		kind:     "txn",
+		name:     metadata.TxnLeaseName,
+		newEntry: func(id string) *txnEntry { return &txnEntry{id: id} },
+		load:     c.load,
+		// The state is in the store, written before it is acted on:
+		// nothing to save on a hand-off, nobody parked to tell.
+		unload: func(e *txnEntry) { e.t, e.exists = metadata.Transaction{}, false },
+		idle:   func(e *txnEntry, now time.Time) bool { return now.Sub(e.lastUsed) > txnIdleRelease },
+	})
+	return c
 }
 
-func (c *txnCoordinator) isOwner(id string) bool { return c.a.coord.ownerOf(id).ID == c.a.id }
+func (c *txnCoordinator) isOwner(id string) bool { return c.leases.owns(id) }
 
 // with runs fn on a transactional id this agent coordinates, with the
-// entry locked, the lease held and the state loaded; a transaction left in
-// a Prepare state is completed first. NOT_COORDINATOR when another agent
-// should coordinate it, COORDINATOR_NOT_AVAILABLE while another agent
-// still holds the lease or the store fails.
+// entry locked, the lease held and the state loaded (leased.with); a
+// transaction left in a Prepare state is completed first. NOT_COORDINATOR
+// when another agent should coordinate it or holds its lease,
+// COORDINATOR_NOT_AVAILABLE when the store fails or takes longer than
+// storeTimeout. fn's own store calls (save, end, InitProducerID) are
+// bounded by storeTimeout each.
 func (c *txnCoordinator) with(ctx context.Context, id string, fn func(e *txnEntry) *kerr.Error) *kerr.Error {
-	if !c.isOwner(id) {
-		return kerr.NotCoordinator
-	}
-	for {
-		c.mu.Lock()
-		e := c.entries[id]
-		if e == nil {
-			e = &txnEntry{id: id}
-			c.entries[id] = e
-		}
-		c.mu.Unlock()
-
-		e.mu.Lock()
-		if e.gone {
-			e.mu.Unlock()
-			continue
-		}
-		defer e.mu.Unlock()
-		if err := c.ensureLease(ctx, e); err != nil {
-			return err
-		}
-		e.lastUsed = time.Now()
+	return c.leases.with(ctx, id, func(ctx context.Context, e *txnEntry, _ time.Time) *kerr.Error {
 		if e.exists && (e.t.State == metadata.TxnPrepareCommit || e.t.State == metadata.TxnPrepareAbort) {
 			if err := c.complete(ctx, e); err != nil {
 				return err
 			}
 		}
 		return fn(e)
-	}
+	})
 }
 
-// ensureLease (e.mu held) makes sure this agent holds the id's lease and
-// the state is loaded under the current tenure.
-func (c *txnCoordinator) ensureLease(ctx context.Context, e *txnEntry) *kerr.Error {
-	start := time.Now()
-	if e.loaded && start.Before(e.leaseUntil) {
-		return nil
+// load (e.mu held) reads the id's state under a new tenure.
+func (c *txnCoordinator) load(ctx context.Context, e *txnEntry, _ time.Time) error {
+	t, err := c.a.store.LoadTxn(ctx, e.id)
+	switch {
+	case errors.Is(err, metadata.ErrNotFound):
+		e.t, e.exists = metadata.Transaction{ID: e.id}, false
+	case err != nil:
+		return err
+	default:
+		e.t, e.exists = t, true
 	}
-	l, err := c.a.store.AcquireCoordinatorLease(ctx, metadata.TxnLeaseName(e.id), c.a.id, c.leaseTTL)
-	if err != nil {
-		if !errors.Is(err, metadata.ErrLeaseHeld) {
-			c.a.log.Warn("acquire transaction lease failed", "txn", e.id, "err", err)
-		}
-		c.dropLocked(e)
-		return kerr.CoordinatorNotAvailable
-	}
-	if !e.loaded || l.Epoch != e.epoch {
-		t, err := c.a.store.LoadTxn(ctx, e.id)
-		switch {
-		case errors.Is(err, metadata.ErrNotFound):
-			e.t, e.exists = metadata.Transaction{ID: e.id}, false
-		case err != nil:
-			c.a.log.Warn("load transaction failed", "txn", e.id, "err", err)
-			e.loaded = false
-			return kerr.CoordinatorNotAvailable
-		default:
-			e.t, e.exists = t, true
-		}
-		e.loaded, e.epoch = true, l.Epoch
-	}
-	e.leaseUntil = start.Add(c.leaseTTL - c.leaseTTL/5)
 	return nil
 }
 
 // save (e.mu held) writes the entry's state to the store.
 func (c *txnCoordinator) save(ctx context.Context, e *txnEntry) *kerr.Error {
+	ctx, cancel := context.WithTimeout(ctx, c.leases.timeout)
+	defer cancel()
 	if err := c.a.store.SaveTxn(ctx, e.t); err != nil {
 		c.a.log.Warn("save transaction failed", "txn", e.id, "err", err)
 		// The store may or may not hold the new state: read it again.
-		e.loaded = false
+		c.leases.invalidate(e)
 		return kerr.CoordinatorNotAvailable
 	}
 	e.exists = true
@@ -189,6 +162,8 @@ func (e *txnEntry) begin() {
 // end (e.mu held) ends the ongoing transaction: Prepare state saved, then
 // the markers and the offsets, then the Complete state.
 func (c *txnCoordinator) end(ctx context.Context, e *txnEntry, commit bool) *kerr.Error {
+	ctx, cancel := context.WithTimeout(ctx, c.leases.timeout)
+	defer cancel()
 	e.t.State = metadata.TxnPrepareAbort
 	if commit {
 		e.t.State = metadata.TxnPrepareCommit
@@ -259,7 +234,13 @@ func (c *txnCoordinator) writeMarkers(ctx context.Context, e *txnEntry, commit b
 	}
 	var failed *kerr.Error
 	for _, pw := range waiters {
-		<-pw.done
+		select {
+		case <-pw.done:
+		case <-ctx.Done():
+			// The marker may still commit; the Prepare state stays, so
+			// the next request or the scan writes it again.
+			return kerr.CoordinatorNotAvailable
+		}
 		switch pw.err {
 		case nil, kerr.UnknownTopicOrPartition:
 		default:
@@ -299,86 +280,16 @@ func markerBatch(pid int64, epoch int16, commit bool, coordEpoch int32, ts int64
 	return b
 }
 
-// dropLocked (e.mu held) forgets an id.
-func (c *txnCoordinator) dropLocked(e *txnEntry) {
-	e.loaded, e.gone = false, true
-	c.mu.Lock()
-	if c.entries[e.id] == e {
-		delete(c.entries, e.id)
-	}
-	c.mu.Unlock()
-}
-
-func (c *txnCoordinator) list() []*txnEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	es := make([]*txnEntry, 0, len(c.entries))
-	for _, e := range c.entries {
-		es = append(es, e)
-	}
-	return es
-}
-
-// run is the background loop, owned by the Agent's WaitGroup.
+// run is the background loop (leased.run), owned by the Agent's
+// WaitGroup; it also scans for transactions to end every txnScanInterval.
 func (c *txnCoordinator) run() {
-	defer c.a.wg.Done()
-	tick := time.NewTicker(txnTick)
-	defer tick.Stop()
 	nextScan := time.Now().Add(txnScanInterval)
-	for {
-		select {
-		case <-c.a.ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now := time.Now()
-		for _, e := range c.list() {
-			c.tickEntry(e, now)
-		}
+	c.leases.run(txnTick, func(now time.Time) {
 		if !now.Before(nextScan) {
 			nextScan = now.Add(txnScanInterval)
 			c.scan()
 		}
-	}
-}
-
-func (c *txnCoordinator) tickEntry(e *txnEntry, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.gone {
-		return
-	}
-	if !now.Before(e.leaseUntil) {
-		c.dropLocked(e)
-		return
-	}
-	if !c.isOwner(e.id) || now.Sub(e.lastUsed) > txnIdleRelease {
-		ctx, cancel := context.WithTimeout(c.a.ctx, 5*time.Second)
-		defer cancel()
-		c.releaseLocked(ctx, e)
-	}
-}
-
-// releaseLocked (e.mu held) drops an id and releases its lease, so its new
-// owner can take it at once.
-func (c *txnCoordinator) releaseLocked(ctx context.Context, e *txnEntry) {
-	c.dropLocked(e)
-	if err := c.a.store.ReleaseCoordinatorLease(ctx, metadata.TxnLeaseName(e.id), c.a.id); err != nil {
-		c.a.log.Warn("release transaction lease failed", "txn", e.id, "err", err)
-	}
-}
-
-// renewed extends the local trust in every transactional id whose lease the
-// agent's one renewal (coordinator.renew, which renews all of this agent's
-// coordinator leases at once) found still held at the same epoch.
-func (c *txnCoordinator) renewed(ok map[string]int64, until time.Time) {
-	for _, e := range c.list() {
-		e.mu.Lock()
-		if ep, held := ok[metadata.TxnLeaseName(e.id)]; held && ep == e.epoch && e.loaded {
-			e.leaseUntil = until
-		}
-		e.mu.Unlock()
-	}
+	})
 }
 
 // scan aborts the timed-out transactions this agent should coordinate, and
@@ -419,12 +330,4 @@ func (c *txnCoordinator) scan() {
 }
 
 // close releases every id's lease so another agent takes them at once.
-func (c *txnCoordinator) close(ctx context.Context) {
-	for _, e := range c.list() {
-		e.mu.Lock()
-		if !e.gone {
-			c.releaseLocked(ctx, e)
-		}
-		e.mu.Unlock()
-	}
-}
+func (c *txnCoordinator) close(ctx context.Context) { c.leases.close(ctx) }

@@ -35,10 +35,9 @@ func (a *Agent) initTxnProducer(ctx context.Context, req *kmsg.InitProducerIDReq
 			return kerr.ProducerFenced
 		}
 		if !e.exists {
-			pid, _, err := a.store.InitProducerID(ctx, -1, -1)
-			if err != nil {
-				a.log.Warn("init producer id failed", "err", err)
-				return kerr.CoordinatorNotAvailable
+			pid, code := a.txn.newProducerID(ctx)
+			if code != nil {
+				return code
 			}
 			e.t = metadata.Transaction{ID: id, ProducerID: pid, TimedOutEpoch: -1, State: metadata.TxnEmpty, Timeout: timeout}
 		} else {
@@ -52,10 +51,9 @@ func (a *Agent) initTxnProducer(ctx context.Context, req *kmsg.InitProducerIDReq
 				}
 			}
 			if !bumped {
-				pid, _, err := a.store.InitProducerID(ctx, -1, -1)
-				if err != nil {
-					a.log.Warn("init producer id failed", "err", err)
-					return kerr.CoordinatorNotAvailable
+				pid, code := a.txn.newProducerID(ctx)
+				if code != nil {
+					return code
 				}
 				e.t.ProducerID, e.t.ProducerEpoch = pid, 0
 			}
@@ -71,4 +69,17 @@ func (a *Agent) initTxnProducer(ctx context.Context, req *kmsg.InitProducerIDReq
 		resp.ErrorCode = code.Code
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 	}
+}
+
+// newProducerID allocates a producer id for a transactional id, within
+// storeTimeout (the id's entry is locked meanwhile).
+func (c *txnCoordinator) newProducerID(ctx context.Context) (int64, *kerr.Error) {
+	ctx, cancel := context.WithTimeout(ctx, c.leases.timeout)
+	defer cancel()
+	pid, _, err := c.a.store.InitProducerID(ctx, -1, -1)
+	if err != nil {
+		c.a.log.Warn("init producer id failed", "err", err)
+		return 0, kerr.CoordinatorNotAvailable
+	}
+	return pid, nil
 }

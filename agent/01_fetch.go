@@ -49,6 +49,7 @@ const lookupLimit = 64
 func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.FetchRequest)
 	start := time.Now()
+	r.answer = fetchAnswer{a}
 	if code := fetchSessionError(req.SessionEpoch); code != nil {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = code.Code
@@ -65,12 +66,12 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 	for {
 		wake := a.commits.wait() // taken before reading so no commit is missed
 		r.fetchHeld = 0
-		resp, n, anyErr := a.fetchOnce(ctx, req, maxBytes, &r.fetchHeld)
+		resp, got, anyErr := a.fetchOnce(ctx, req, maxBytes, &r.fetchHeld)
 		now := time.Now()
-		if n >= int64(req.MinBytes) || anyErr || !now.Before(deadline) {
+		if got.bytes >= int64(req.MinBytes) || anyErr || !now.Before(deadline) {
 			a.metrics.fetchSeconds.Observe(time.Since(start).Seconds())
-			a.metrics.fetchedBytes.Add(float64(n))
-			a.metrics.fetchedRecords.Add(float64(countRecords(resp)))
+			a.metrics.fetchedBytes.Add(float64(got.bytes))
+			a.metrics.fetchedRecords.Add(float64(got.records))
 			return resp, nil
 		}
 		// Not enough yet: this answer's records are dropped, their buffers
@@ -106,14 +107,21 @@ func (a *Agent) waitForRecords(ctx context.Context, wake <-chan struct{}, d time
 	return true
 }
 
+// fetched is what an answer, or one partition of it, holds: record bytes,
+// and the offsets its batches span (lastOffsetDelta+1 each, gaps left by
+// key compaction included).
+type fetched struct {
+	bytes, records int64
+}
+
 // fetchOnce builds one answer of at most maxBytes record bytes (but one
-// batch at least) from what is committed now. It returns the record bytes
-// it holds and whether any partition carries an error; what its buffers
-// hold of the fetch budget is added to held.
-func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes int64, held *int64) (*kmsg.FetchResponse, int64, bool) {
+// batch at least) from what is committed now. It returns what the answer
+// holds and whether any partition carries an error; what its buffers hold
+// of the fetch budget is added to held.
+func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes int64, held *int64) (*kmsg.FetchResponse, fetched, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := maxBytes
-	var total int64
+	var total fetched
 	anyErr := false
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
@@ -170,17 +178,21 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes 
 				if rp.PartitionMaxBytes <= 0 {
 					limit = remaining
 				}
-				st := states[rp.Partition]
-				end := st.NextOffset
-				if first, ok := open[rp.Partition]; ok {
-					end = min(end, first)
+				pf := partitionFetch{
+					topic: topic.ID, state: states[rp.Partition], committed: req.IsolationLevel == 1,
+					offset: rp.FetchOffset, limit: limit, first: total.bytes == 0, entries: pre[rp.Partition],
 				}
-				n, code := a.fetchPartition(ctx, topic.ID, st, end, req.IsolationLevel == 1, rp.FetchOffset, limit, total == 0, pre[rp.Partition], &sp, held)
+				pf.lso = pf.state.NextOffset
+				if first, ok := open[rp.Partition]; ok {
+					pf.lso = min(pf.lso, first)
+				}
+				got, code := a.fetchPartition(ctx, pf, &sp, held)
 				if code != nil {
 					sp.ErrorCode = code.Code
 				}
-				total += n
-				remaining -= n
+				total.bytes += got.bytes
+				total.records += got.records
+				remaining -= got.bytes
 			}
 			if sp.ErrorCode != 0 {
 				anyErr = true
@@ -192,39 +204,56 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes 
 	return resp, total, anyErr
 }
 
-// fetchPartition fills sp with the batches from offset on, up to limit bytes
-// (or one whole batch when first is true and the first batch is larger),
-// given the partition's offsets st and its last stable offset lso. A
-// read_committed fetch (committed) stops at lso and carries the aborted
-// transactions it overlaps. entries, when not nil, are the index entries
-// prefetch already looked up from offset on. The record buffer is charged
-// to the fetch budget (added to held): the first partition with records
-// waits for room, later ones are left out of an answer the budget has no
-// room for.
-func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st metadata.PartitionState, lso int64, committed bool, offset, limit int64, first bool, entries []metadata.IndexEntry, sp *kmsg.FetchResponseTopicPartition, held *int64) (int64, *kerr.Error) {
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, lso, st.LogStartOffset
+// partitionFetch is what fetchPartition reads for one partition of a
+// Fetch.
+type partitionFetch struct {
+	topic metadata.TopicID
+	state metadata.PartitionState // the partition's offsets
+	lso   int64                   // its last stable offset
+	// committed: a read_committed fetch, which stops at lso and carries
+	// the aborted transactions it overlaps.
+	committed bool
+	offset    int64 // the fetch offset
+	limit     int64 // bytes the partition's answer may hold
+	// first: no partition before this one in the answer holds records, so
+	// one whole batch is returned even when it is larger than limit
+	// (KIP-74).
+	first bool
+	// entries, when not nil, are the index entries prefetch already
+	// looked up from offset on.
+	entries []metadata.IndexEntry
+}
+
+// fetchPartition fills sp with the batches of pf's partition from pf.offset
+// on, up to pf.limit bytes, and returns what they hold. The record buffer
+// is charged to the fetch budget (added to held): the first partition with
+// records waits for room, later ones are left out of an answer the budget
+// has no room for.
+func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.FetchResponseTopicPartition, held *int64) (fetched, *kerr.Error) {
+	st, offset, limit, entries := pf.state, pf.offset, pf.limit, pf.entries
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = st.NextOffset, pf.lso, st.LogStartOffset
 	if offset < st.LogStartOffset || offset > st.NextOffset {
-		return 0, kerr.OffsetOutOfRange
+		return fetched{}, kerr.OffsetOutOfRange
 	}
 	end := st.NextOffset
-	if committed {
-		end = lso
+	if pf.committed {
+		end = pf.lso
 	}
 	if offset >= end {
-		return 0, nil
+		return fetched{}, nil
 	}
 	if entries == nil {
-		entries = a.headEntries(topic, sp.Partition, offset, st)
+		entries = a.headEntries(pf.topic, sp.Partition, offset, st)
 	}
 	if entries == nil {
 		var err error
-		entries, err = a.store.Lookup(ctx, topic, sp.Partition, offset, max(limit, 1), lookupLimit)
+		entries, err = a.store.Lookup(ctx, pf.topic, sp.Partition, offset, max(limit, 1), lookupLimit)
 		if err != nil {
 			if errors.Is(err, metadata.ErrOffsetOutOfRange) {
-				return 0, kerr.OffsetOutOfRange
+				return fetched{}, kerr.OffsetOutOfRange
 			}
 			a.log.Warn("fetch: index lookup failed", "err", err)
-			return 0, kerr.KafkaStorageError
+			return fetched{}, kerr.KafkaStorageError
 		}
 	}
 	// One allocation of about the answer's size, not a doubling series of
@@ -234,14 +263,15 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 		need += e.ByteLength
 	}
 	need = min(need, limit)
-	if !a.takeFetchBudget(ctx, need, first) {
-		return 0, nil
+	if !a.takeFetchBudget(ctx, need, pf.first) {
+		return fetched{}, nil
 	}
 	*held += need
 	out := sp.RecordBatches
 	if need > int64(cap(out)) {
 		out = a.batcher.bufs.get(int(need))[:0]
 	}
+	var records int64
 	for _, e := range entries {
 		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
 		if err != nil {
@@ -249,10 +279,12 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 				break // serve what we have; the client asks again
 			}
 			a.log.Warn("fetch: object read failed", "key", e.ObjectKey, "err", err)
-			return 0, kerr.KafkaStorageError
+			return fetched{}, kerr.KafkaStorageError
 		}
+		var n int64
 		var full bool
-		out, full = appendBatches(out, data, e.BaseOffset, offset, end, limit, first)
+		out, n, full = appendBatches(out, data, e.BaseOffset, offset, end, limit, pf.first)
+		records += n
 		if full {
 			break
 		}
@@ -263,12 +295,12 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 		*held += over
 	}
 	sp.RecordBatches = out
-	if committed && len(out) > 0 {
-		aborted, err := a.store.AbortedTxns(ctx, topic, sp.Partition, offset, end)
+	if pf.committed && len(out) > 0 {
+		aborted, err := a.store.AbortedTxns(ctx, pf.topic, sp.Partition, offset, end)
 		if err != nil {
 			a.log.Warn("fetch: aborted transactions failed", "err", err)
 			sp.RecordBatches = []byte{}
-			return 0, kerr.KafkaStorageError
+			return fetched{}, kerr.KafkaStorageError
 		}
 		for _, at := range aborted {
 			t := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
@@ -276,7 +308,7 @@ func (a *Agent) fetchPartition(ctx context.Context, topic metadata.TopicID, st m
 			sp.AbortedTransactions = append(sp.AbortedTransactions, t)
 		}
 	}
-	return int64(len(out)), nil
+	return fetched{bytes: int64(len(out)), records: records}, nil
 }
 
 // takeFetchBudget charges n bytes of a Fetch answer to the fetch budget. The
@@ -310,9 +342,32 @@ func fetchSessionError(epoch int32) *kerr.Error {
 	return kerr.FetchSessionIDNotFound
 }
 
-// releaseFetchBuffers hands the record buffers of a written Fetch answer
-// back to the pool fetchPartition takes them from (the one produce frames
-// come from: their idle buffers are one fixed overhead).
+// fetchAnswer writes Fetch answers (see answerParts): their record sets
+// straight from the buffers fetchPartition built, which go back to the
+// pool once written, with what they held of the fetch budget.
+type fetchAnswer struct{ a *Agent }
+
+func (fa fetchAnswer) appendParts(buf []byte, parts [][]byte, hdr kafkaproto.RequestHeader, resp kmsg.Response) ([]byte, [][]byte) {
+	buf, parts, ok := kafkaproto.FetchResponseParts(buf, parts, hdr, resp.(*kmsg.FetchResponse))
+	if !ok {
+		buf = kafkaproto.AppendResponse(buf[:0], hdr, resp)
+		parts = append(parts[:0], buf)
+	}
+	return buf, parts
+}
+
+func (fa fetchAnswer) release(resp kmsg.Response, held int64) {
+	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		fa.a.releaseFetchBuffers(fr)
+	}
+	if held > 0 {
+		fa.a.fetchBudget.release(held)
+	}
+}
+
+// releaseFetchBuffers hands the record buffers of a Fetch answer back to
+// the pool fetchPartition takes them from (the one produce frames come
+// from: their idle buffers are one fixed overhead).
 func (a *Agent) releaseFetchBuffers(resp *kmsg.FetchResponse) {
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
@@ -323,29 +378,25 @@ func (a *Agent) releaseFetchBuffers(resp *kmsg.FetchResponse) {
 	}
 }
 
+// errAnswerFull stops appendBatches' walk once the answer is full.
+var errAnswerFull = errors.New("answer full")
+
 // appendBatches copies the batches of one run (whose first batch has offset
 // base) that end after offset and start before end into out, with their
 // base offsets rewritten, until limit would be passed. The first batch of a
-// fetch is taken whatever its size when first is set (KIP-74). It reports
-// whether limit or end was reached.
-func appendBatches(out, run []byte, base, offset, end, limit int64, first bool) ([]byte, bool) {
-	for len(run) >= kafkaproto.BatchHeaderSize {
-		h, err := kafkaproto.ParseBatchHeader(run)
-		if err != nil || h.TotalSize() > len(run) {
-			return out, true // cannot happen for objects we wrote; stop here
-		}
-		b := run[:h.TotalSize()]
-		run = run[h.TotalSize():]
+// fetch is taken whatever its size when first is set (KIP-74). It returns
+// the offsets the copied batches span and whether limit or end was reached.
+// A run that does not walk (never one an agent or the compactor wrote) ends
+// the answer where it breaks.
+func appendBatches(out, run []byte, base, offset, end, limit int64, first bool) ([]byte, int64, bool) {
+	var records int64
+	_, err := kafkaproto.WalkBatches(run, base, func(h kafkaproto.BatchHeader, b []byte, base int64) error {
 		next := base + int64(h.LastOffsetDelta) + 1
 		if next <= offset {
-			base = next
-			continue
+			return nil
 		}
-		if base >= end {
-			return out, true
-		}
-		if int64(len(out)+len(b)) > limit && (len(out) > 0 || !first) {
-			return out, true
+		if base >= end || int64(len(out)+len(b)) > limit && (len(out) > 0 || !first) {
+			return errAnswerFull
 		}
 		at := len(out)
 		out = append(out, b...)
@@ -353,27 +404,10 @@ func appendBatches(out, run []byte, base, offset, end, limit int64, first bool) 
 		// The partition leader epoch is outside the CRC; every floe batch
 		// belongs to epoch 0, the epoch Metadata reports.
 		binary.BigEndian.PutUint32(out[at+12:], 0)
-		base = next
-	}
-	return out, false
-}
-
-// countRecords counts the offsets the batches of a fetch answer span.
-func countRecords(resp *kmsg.FetchResponse) int64 {
-	var n int64
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			for b := p.RecordBatches; len(b) >= kafkaproto.BatchHeaderSize; {
-				h, err := kafkaproto.ParseBatchHeader(b)
-				if err != nil || h.TotalSize() > len(b) {
-					break
-				}
-				n += int64(h.LastOffsetDelta) + 1
-				b = b[h.TotalSize():]
-			}
-		}
-	}
-	return n
+		records += next - base
+		return nil
+	})
+	return out, records, err != nil
 }
 
 // prefetchConcurrency bounds the object-store reads one fetch starts ahead,

@@ -57,13 +57,30 @@ type request struct {
 	// frame is the request's frame; a produce takes a reference per batch
 	// it hands to the batcher (which aliases the frame).
 	frame *heldFrame
-	// enqueued is the turn of a Produce: wait on prev before enqueueing
-	// batches, close next once they are enqueued (or the request failed).
+	// prev and next are the turn of a Produce: wait on prev before
+	// enqueueing batches, close next once they are enqueued (or the
+	// request failed).
 	prev <-chan struct{}
 	next chan struct{}
+	// answer, set by a handler whose answers hold pooled buffers, writes
+	// and frees them (see answerParts); nil: encoded into one frame.
+	answer answerParts
 	// fetchHeld is what a Fetch answer's record buffers hold of the fetch
-	// budget, returned once the answer is written.
+	// budget, handed to answer.release once the answer is written.
 	fetchHeld int64
+}
+
+// answerParts writes the answers of a handler whose answers hold pooled
+// buffers: as the slices an answer is made of, its large byte fields
+// straight from the buffers that hold them, which it frees once the answer
+// is written or never will be. Fetch's record sets are the one case.
+type answerParts interface {
+	// appendParts frames resp for hdr as consecutive slices, built in buf
+	// and parts (the writer's scratch, returned for the next answer).
+	appendParts(buf []byte, parts [][]byte, hdr kafkaproto.RequestHeader, resp kmsg.Response) ([]byte, [][]byte)
+	// release frees what the answer holds: its buffers, and held of the
+	// fetch budget. resp is nil when the handler failed.
+	release(resp kmsg.Response, held int64)
 }
 
 // inflight is a request whose answer the writer waits for.
@@ -73,7 +90,8 @@ type inflight struct {
 	done  chan struct{}
 	resp  kmsg.Response // nil: send nothing (acks=0 produce)
 	err   error         // non-nil: close the connection
-	// fetchHeld: see request.fetchHeld; the writer releases it.
+	// answer and fetchHeld: see request; the writer releases them.
+	answer    answerParts
 	fetchHeld int64
 }
 
@@ -383,13 +401,13 @@ func (c *conn) run(r *request, f *inflight) {
 		// A handler bug must cost one connection, never the process.
 		if v := recover(); v != nil {
 			c.log.Error("handler panic", "api_key", r.hdr.APIKey, "version", r.hdr.APIVersion, "panic", v)
-			f.resp, f.err, f.fetchHeld = nil, fmt.Errorf("handler panic: %v", v), r.fetchHeld
+			f.resp, f.err, f.answer, f.fetchHeld = nil, fmt.Errorf("handler panic: %v", v), r.answer, r.fetchHeld
 		}
 	}()
 	start := time.Now()
 	ctx := c.a.ctx
 	resp, err := c.a.handle(ctx, r)
-	f.resp, f.err, f.fetchHeld = resp, err, r.fetchHeld
+	f.resp, f.err, f.answer, f.fetchHeld = resp, err, r.answer, r.fetchHeld
 	c.a.metrics.observeRequest(r.hdr.APIKey, time.Since(start))
 	if err != nil {
 		c.log.Warn("closing connection", "api_key", r.hdr.APIKey, "version", r.hdr.APIVersion, "err", err)
@@ -436,9 +454,9 @@ func (c *conn) writeLoop() {
 		c.lastWrite.Store(time.Now().UnixNano())
 		c.inFlight.Add(-1)
 		buf, parts = c.writeAnswer(bw, buf, parts, f, &broken)
-		// A Fetch answer's record bytes are written (or never will be).
-		if f.fetchHeld > 0 {
-			c.a.fetchBudget.release(f.fetchHeld)
+		// The answer's bytes are written (or never will be).
+		if f.answer != nil {
+			f.answer.release(f.resp, f.fetchHeld)
 		}
 	}
 	flush()
@@ -460,9 +478,9 @@ func (c *conn) writeAnswer(bw *bufio.Writer, buf []byte, parts [][]byte, f *infl
 		return buf, parts // acks=0: Kafka sends no answer
 	}
 	f.resp.SetVersion(respVersion(f))
-	if fr, ok := f.resp.(*kmsg.FetchResponse); ok {
+	if f.answer != nil {
 		var ok bool
-		if buf, parts, ok = c.writeFetch(bw, buf, parts, f.hdr, fr); !ok {
+		if buf, parts, ok = c.writeParts(bw, buf, parts, f); !ok {
 			*broken = true
 			c.close()
 		}
@@ -477,19 +495,12 @@ func (c *conn) writeAnswer(bw *bufio.Writer, buf []byte, parts [][]byte, f *infl
 	return buf, parts
 }
 
-// writeFetch writes a Fetch answer: its large record sets straight from the
-// buffers fetchPartition built, with one vectored write after the answers
-// buffered before it, instead of copied into one frame first. The record
-// buffers go back to the pool once written. buf and parts are the
-// writer's scratch, returned for the next answer; ok is false when the
-// connection broke.
-func (c *conn) writeFetch(bw *bufio.Writer, buf []byte, parts [][]byte, hdr kafkaproto.RequestHeader, resp *kmsg.FetchResponse) ([]byte, [][]byte, bool) {
-	defer c.a.releaseFetchBuffers(resp)
-	buf, parts, ok := kafkaproto.FetchResponseParts(buf, parts, hdr, resp)
-	if !ok {
-		buf = kafkaproto.AppendResponse(buf[:0], hdr, resp)
-		parts = append(parts[:0], buf)
-	}
+// writeParts writes an answer that f.answer frames as several slices with
+// one vectored write after the answers buffered before it, instead of
+// copied into one frame first. buf and parts are the writer's scratch,
+// returned for the next answer; ok is false when the connection broke.
+func (c *conn) writeParts(bw *bufio.Writer, buf []byte, parts [][]byte, f *inflight) ([]byte, [][]byte, bool) {
+	buf, parts = f.answer.appendParts(buf, parts, f.hdr, f.resp)
 	n := 0
 	for _, p := range parts {
 		n += len(p)

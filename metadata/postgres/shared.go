@@ -82,4 +82,8 @@ func (dialect) In(col string, first int, vals []string) (string, []any) {
 	return col + ` = ANY($` + strconv.Itoa(first) + `)`, []any{vals}
 }
 
+func (dialect) Series(from, to string) string {
+	return `generate_series(CAST(` + from + ` AS integer), CAST(` + to + ` AS integer) - 1) AS g(n)`
+}
+
 func (dialect) IsUniqueViolation(err error) bool { return isUniqueViolation(err, "") }

@@ -172,6 +172,11 @@ func (dialect) In(col string, first int, vals []string) (string, []any) {
 	return b.String(), args
 }
 
+func (dialect) Series(from, to string) string {
+	return `(WITH RECURSIVE s(n) AS (SELECT CAST(` + from + ` AS INTEGER) UNION ALL SELECT n + 1 FROM s WHERE n + 1 < ` + to + `)
+		SELECT n FROM s) AS g`
+}
+
 func (dialect) IsUniqueViolation(err error) bool {
 	var se *msqlite.Error
 	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)

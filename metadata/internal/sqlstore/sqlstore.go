@@ -85,6 +85,9 @@ type Dialect interface {
 	// one condition.
 	In(col string, first int, vals []string) (string, []any)
 	MaxIn() int
+	// Series is a FROM item g with one integer column n holding
+	// from, from+1 … to-1 (from < to; from and to are placeholders).
+	Series(from, to string) string
 	// IsUniqueViolation reports whether err is a unique-constraint error.
 	IsUniqueViolation(err error) bool
 }

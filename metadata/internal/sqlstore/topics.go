@@ -9,11 +9,10 @@ import (
 	"floe/metadata/internal/sqlutil"
 )
 
-// insertPartitions adds partitions [$2, $3) to topic $1; the topic row
-// must exist (its id types the inserted column on PostgreSQL).
-const insertPartitions = `INSERT INTO partitions (topic_id, part)
-	WITH RECURSIVE g(n) AS (SELECT CAST($2 AS integer) UNION ALL SELECT n + 1 FROM g WHERE n + 1 < $3)
-	SELECT t.id, g.n FROM topics t, g WHERE t.id = $1`
+// insertPartitions adds partitions [$2, $3) to topic $1.
+func (s *Store) insertPartitions() string {
+	return `INSERT INTO partitions (topic_id, part) SELECT $1, g.n FROM ` + s.d.Series("$2", "$3")
+}
 
 // CreateTopic implements metadata.Store in one write transaction.
 func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (metadata.Topic, error) {
@@ -36,7 +35,7 @@ func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, 
 		if err := noRows(err, metadata.ErrTopicExists); err != nil {
 			return err
 		}
-		_, err = q.Exec(ctx, insertPartitions, id[:], 0, partitions)
+		_, err = q.Exec(ctx, s.insertPartitions(), id[:], 0, partitions)
 		return err
 	})
 	if err != nil {
@@ -150,7 +149,7 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, total int32) 
 		if _, err := q.Exec(ctx, `UPDATE topics SET partitions = $1 WHERE id = $2`, total, id); err != nil {
 			return err
 		}
-		_, err = q.Exec(ctx, insertPartitions, id, cur, total)
+		_, err = q.Exec(ctx, s.insertPartitions(), id, cur, total)
 		return err
 	})
 	if err != nil {

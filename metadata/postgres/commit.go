@@ -16,9 +16,12 @@ import (
 // counters table in 0001_init.sql).
 const commitShards = 16
 
-// CommitObject implements metadata.Store with one call of
-// floe_commit_object: one statement in autocommit mode, so one transaction
-// and, once pgx has the statement prepared on the connection, one round trip.
+// CommitObject implements metadata.Store. An object without producer ids
+// is one call of floe_commit_object: one statement in autocommit mode, so
+// one transaction and, once pgx has the statement prepared on the
+// connection, one round trip. An idempotent or transactional object needs
+// the producers' states and goes through commitChecked instead, a
+// transaction of several round trips.
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
 	if err := obj.Validate(); err != nil {
 		return nil, err

@@ -256,12 +256,14 @@ func (l *leased[E]) dropLocked(e E) {
 
 // release (entry locked) drops an entry and gives its lease up so that
 // the key's new owner can take it at once.
+// The entry leaves the map only after the store call, so that an entry
+// gone from here has a lease the next owner can take.
 func (l *leased[E]) release(ctx context.Context, e E) {
-	l.dropLocked(e)
 	key := e.lease().key
 	if err := l.a.store.ReleaseCoordinatorLease(ctx, l.hooks.name(key), l.a.id); err != nil {
 		l.a.log.Warn("release coordinator lease failed", l.hooks.kind, key, "err", err)
 	}
+	l.dropLocked(e)
 }
 
 // handOff (entry locked) saves and releases an entry this agent should no

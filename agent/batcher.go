@@ -60,6 +60,11 @@ type batcher struct {
 	// bufs recycles produce request frames and Fetch answers' record
 	// buffers (see bufPool).
 	bufs *bufPool
+	// writers recycles object writers once their flush has laid out its
+	// object: a warm writer adds batches without allocating, where a new
+	// one per cut grew its batch list again for every object (about 12
+	// allocations and 180 KB for an object of 1000 batches).
+	writers sync.Pool
 	// lastAdd is the monotonic time (ns since start) of the last add, for
 	// ProduceBusy.
 	lastAdd atomic.Int64
@@ -133,7 +138,6 @@ type flush struct {
 func newBatcher(a *Agent) *batcher {
 	b := &batcher{
 		a:        a,
-		w:        storage.NewObjectWriter(),
 		parts:    make(map[partKey][]*produceWaiter),
 		gen:      1, // 0 is "any generation" in cut
 		lastDone: closedChan(),
@@ -144,6 +148,8 @@ func newBatcher(a *Agent) *batcher {
 		// half the buffer budget keeps a few objects' worth.
 		bufs: newBufPool(a.cfg.BufferBytes / 2),
 	}
+	b.writers.New = func() any { return storage.NewObjectWriter() }
+	b.w = b.writers.Get().(*storage.ObjectWriter)
 	b.room = sync.NewCond(&b.mu)
 	b.flushCtx, b.abortFlushes = context.WithCancel(context.Background())
 	return b
@@ -228,7 +234,7 @@ func (b *batcher) cut(gen uint64) {
 		done:  make(chan struct{}),
 	}
 	b.lastDone = f.done
-	b.w = storage.NewObjectWriter()
+	b.w = b.writers.Get().(*storage.ObjectWriter)
 	b.parts = make(map[partKey][]*produceWaiter)
 	b.pending = 0
 	b.gen++
@@ -291,6 +297,8 @@ func (b *batcher) run(f *flush) {
 	// a footer: no copy. The request frames they alias stay held (and
 	// charged to the request budget) until the PUT has read them.
 	parts, runs := f.w.FinishParts(nil)
+	b.writers.Put(f.w) // reset by FinishParts; it holds no batch any more
+	f.w = nil
 	size := int64(0)
 	for _, p := range parts {
 		size += int64(len(p))

@@ -27,8 +27,8 @@ func footerSeeds() [][]byte {
 	return [][]byte{empty, one, several}
 }
 
-// FuzzObjectFooter parses arbitrary bytes as an object. ParseObject must
-// never panic, must fail only with ErrCorruptObject, and every run of an
+// FuzzObjectFooter parses arbitrary bytes as an object. parseObject must
+// never panic, must fail only with errCorruptObject, and every run of an
 // object it accepts must lie inside the object's body, after the previous
 // run, in (topic id, partition) order, with at least one batch: the
 // guarantees callers slice the body by without further checks.
@@ -46,9 +46,9 @@ func FuzzObjectFooter(f *testing.F) {
 		if resealed && len(obj) >= minObjectSize {
 			obj = reseal(bytes.Clone(obj))
 		}
-		runs, err := ParseObject(obj)
+		runs, err := parseObject(obj)
 		if err != nil {
-			if !errors.Is(err, ErrCorruptObject) || runs != nil {
+			if !errors.Is(err, errCorruptObject) || runs != nil {
 				t.Fatalf("error %v with %d runs", err, len(runs))
 			}
 			return

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"slices"
@@ -30,6 +29,12 @@ import (
 //
 // The fixed tail (footer length, checksum, version, magic) sits at the very
 // end so a reader that only knows the object's size can find the footer.
+//
+// The footer makes an object self-describing without the metadata store,
+// but nothing in floe reads it: the store's index rows say where each run
+// lies, and fetches and the compactor read those byte ranges. The tests'
+// parser (parseObject, object_parse_test.go) checks that what the writer
+// writes holds together.
 const (
 	objectVersion = 1
 	objectMagic   = "FLOE"
@@ -42,10 +47,6 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// ErrCorruptObject is returned (wrapped) by ParseObject when an object's
-// magic, version, checksum or footer does not hold together.
-var ErrCorruptObject = errors.New("storage: corrupt object")
 
 // TopicID is a Kafka topic id (UUID bytes).
 type TopicID [16]byte
@@ -85,10 +86,12 @@ type pendingBatch struct {
 // partition in any order; within a partition they keep the order of Add.
 // Not safe for concurrent use.
 //
-// The writer keeps one slice of pending batches that it reuses across
-// objects, so that adding a batch does not allocate once the writer has
-// warmed up: the produce path pays for the object buffer and the run list
-// once per Finish, not per record or batch.
+// A writer may be reused once FinishParts (or Finish) has returned: it
+// keeps its slice of pending batches, so that adding a batch to a warm
+// writer does not allocate and an object costs its footer and run list
+// only. The agent's batcher recycles its writers for that reason; a new
+// writer grows the slice by doubling, about log2(batches) allocations per
+// object.
 type ObjectWriter struct {
 	pending []pendingBatch
 	bodyLen int64
@@ -116,16 +119,11 @@ func (w *ObjectWriter) Add(topic TopicID, partition int32, batch []byte, records
 	w.bodyLen += int64(len(batch))
 }
 
-// Len returns the body bytes added so far.
-func (w *ObjectWriter) Len() int64 { return w.bodyLen }
-
-// Batches returns the number of batches added so far.
-func (w *ObjectWriter) Batches() int { return len(w.pending) }
-
-// Finish lays out the body grouped by partition (runs sorted by topic id then
-// partition), appends the footer, and returns the whole object and its runs
-// in body order. Both are freshly allocated and owned by the caller. The
-// writer is reset and may be reused.
+// Finish is FinishParts with the object copied into one buffer, for callers
+// that want it whole (tests and benchmarks that Put objects they build):
+// it returns the object and its runs in body order, both freshly allocated
+// and owned by the caller. The writer is reset and may be reused. The
+// produce path and the compactor use FinishParts, which does not copy.
 func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
 	parts, runs := w.FinishParts(nil)
 	return bytes.Join(parts, nil), runs
@@ -161,9 +159,11 @@ func (w *ObjectWriter) sort() {
 	})
 }
 
-// FinishParts is Finish without copying the batches: it returns the object
-// as the consecutive slices it is made of — the batches given to Add, in
-// body order, then the footer — for a vectored Bucket.Put. The batches are
+// FinishParts lays out the body grouped by partition (runs sorted by topic
+// id then partition) and appends the footer, without copying the batches:
+// it returns the object as the consecutive slices it is made of — the
+// batches given to Add, in body order, then the footer — for a vectored
+// Bucket.Put, and its runs in body order. The batches are
 // the caller's bytes as given to Add, so they must stay untouched until the
 // object is stored; the footer and the runs are freshly allocated. parts is
 // reused when its capacity suffices. The writer is reset and may be reused.
@@ -234,81 +234,6 @@ func appendRun(b []byte, r *Run) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(r.MinTimestamp))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.MaxTimestamp))
 	return b
-}
-
-func readRun(b []byte) Run {
-	var r Run
-	copy(r.TopicID[:], b[:16])
-	r.Partition = int32(binary.BigEndian.Uint32(b[16:]))
-	r.Offset = int64(binary.BigEndian.Uint64(b[20:]))
-	r.Length = int64(binary.BigEndian.Uint64(b[28:]))
-	r.Batches = int32(binary.BigEndian.Uint32(b[36:]))
-	r.Records = int64(binary.BigEndian.Uint64(b[40:]))
-	r.MinTimestamp = int64(binary.BigEndian.Uint64(b[48:]))
-	r.MaxTimestamp = int64(binary.BigEndian.Uint64(b[56:]))
-	return r
-}
-
-// compareRuns orders runs by topic id, then partition.
-func compareRuns(a, b *Run) int {
-	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Partition, b.Partition)
-}
-
-// ParseObject checks the magic, version and checksum of a whole object and
-// returns its runs in body order. Beyond the checksum it checks that the runs
-// lie inside the body, in order and without overlap, and that each partition
-// has one run, sorted by topic id then partition, as Finish writes them; so a
-// caller may slice the body by them, or search them, without further checks. Any mismatch returns an error
-// wrapping ErrCorruptObject.
-func ParseObject(object []byte) ([]Run, error) {
-	n := len(object)
-	if n < minObjectSize {
-		return nil, fmt.Errorf("%w: %d bytes is shorter than a footer", ErrCorruptObject, n)
-	}
-	if string(object[n-4:]) != objectMagic {
-		return nil, fmt.Errorf("%w: bad magic %q", ErrCorruptObject, object[n-4:])
-	}
-	if v := binary.BigEndian.Uint16(object[n-6:]); v != objectVersion {
-		return nil, fmt.Errorf("%w: unsupported version %d", ErrCorruptObject, v)
-	}
-	want := binary.BigEndian.Uint32(object[n-10:])
-	if got := crc32.Checksum(object[:n-10], castagnoli); got != want {
-		return nil, fmt.Errorf("%w: checksum %08x, footer says %08x", ErrCorruptObject, got, want)
-	}
-	footerLen := int64(binary.BigEndian.Uint32(object[n-14:]))
-	if footerLen < 4 || footerLen > int64(n-tailSize) || (footerLen-4)%runSize != 0 {
-		return nil, fmt.Errorf("%w: footer length %d", ErrCorruptObject, footerLen)
-	}
-	countAt := n - tailSize - 4
-	count := int64(binary.BigEndian.Uint32(object[countAt:]))
-	if count*runSize+4 != footerLen {
-		return nil, fmt.Errorf("%w: %d runs do not fill a footer of %d bytes", ErrCorruptObject, count, footerLen)
-	}
-	bodyLen := int64(n-tailSize) - footerLen
-	runs := make([]Run, count)
-	next := int64(0)
-	for i := range runs {
-		r := readRun(object[bodyLen+int64(i)*runSize:])
-		// Length <= bodyLen-Offset rather than Offset+Length <= bodyLen:
-		// the latter overflows for crafted values.
-		if r.Offset < next || r.Offset > bodyLen || r.Length < 0 || r.Length > bodyLen-r.Offset {
-			return nil, fmt.Errorf("%w: run %d [%d, +%d) outside body of %d bytes or out of order",
-				ErrCorruptObject, i, r.Offset, r.Length, bodyLen)
-		}
-		if r.Batches <= 0 {
-			return nil, fmt.Errorf("%w: run %d has %d batches", ErrCorruptObject, i, r.Batches)
-		}
-		if i > 0 && compareRuns(&runs[i-1], &r) >= 0 {
-			return nil, fmt.Errorf("%w: run %d (partition %d) not after run %d (partition %d)",
-				ErrCorruptObject, i, r.Partition, i-1, runs[i-1].Partition)
-		}
-		next = r.Offset + r.Length
-		runs[i] = r
-	}
-	return runs, nil
 }
 
 // NewObjectKey returns a fresh key spread over 256 prefixes:

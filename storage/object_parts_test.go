@@ -45,7 +45,7 @@ func TestFinishPartsReferencesBatches(t *testing.T) {
 	if int64(len(object)) != size {
 		t.Fatalf("Size said %d, parts hold %d bytes", size, len(object))
 	}
-	parsed, err := ParseObject(object)
+	parsed, err := parseObject(object)
 	if err != nil {
 		t.Fatal(err)
 	}

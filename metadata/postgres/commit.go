@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -93,15 +92,6 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 	return results, nil
 }
 
-// CommitCount implements metadata.Store.
-func (s *Store) CommitCount(ctx context.Context) (int64, error) {
-	var c int64
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(value), 0)::bigint FROM counters WHERE name = 'commits'`).Scan(&c); err != nil {
-		return 0, fmt.Errorf("commit count: %w", err)
-	}
-	return c, nil
-}
-
 // Lookup implements metadata.Store. A limit <= 0 means no entry-count limit.
 //
 // The partition state and the entries are read by two statements sent as
@@ -164,48 +154,4 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 		return nil, fmt.Errorf("lookup %x/%d@%d: %w", topic, partition, offset, err)
 	}
 	return out, nil
-}
-
-// LookupTimestamp implements metadata.Store. Entries wholly below the log
-// start offset are ignored; ErrUnknownTopic if the partition does not exist.
-func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, partition int32, ts int64) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
-		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
-		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > p.log_start_offset AND i.max_ts >= $3
-		ORDER BY i.base_offset LIMIT 1`, ts)
-	if err != nil {
-		return e, fmt.Errorf("lookup %x/%d timestamp %d: %w", topic, partition, ts, err)
-	}
-	return e, nil
-}
-
-// LookupMaxTimestamp implements metadata.Store; ErrUnknownTopic if the
-// partition does not exist.
-func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, partition int32) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
-		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
-		WHERE i.topic_id = $1 AND i.part = $2 AND i.end_offset > p.log_start_offset
-		ORDER BY i.max_ts DESC, i.base_offset LIMIT 1`)
-	if err != nil {
-		return e, fmt.Errorf("lookup %x/%d max timestamp: %w", topic, partition, err)
-	}
-	return e, nil
-}
-
-// lookupOne sends the partition query and query (with topic, partition,
-// extra... as arguments) as one batch and returns query's single row.
-func (s *Store) lookupOne(ctx context.Context, topic metadata.TopicID, partition int32, query string, extra ...any) (metadata.IndexEntry, error) {
-	b := &pgx.Batch{}
-	b.Queue(sqlstore.PartitionQuery, topic[:], partition)
-	b.Queue(query, append([]any{topic[:], partition}, extra...)...)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := sqlstore.ScanPartition(row{br.QueryRow()}, partition); err != nil {
-		return metadata.IndexEntry{}, err
-	}
-	e, err := sqlstore.ScanEntry(br.QueryRow())
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = metadata.ErrNotFound
-	}
-	return e, err
 }

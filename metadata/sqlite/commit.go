@@ -128,15 +128,6 @@ func readPartitions(t *wtx, topic metadata.TopicID, first, last int32, fn func(p
 	return rows.Err()
 }
 
-// CommitCount implements metadata.Store.
-func (s *Store) CommitCount(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'commits'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("commit count: %w", err)
-	}
-	return n, nil
-}
-
 // Lookup implements metadata.Store. A limit <= 0 means no entry-count limit.
 func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition int32, offset int64, maxBytes int64, limit int) ([]metadata.IndexEntry, error) {
 	var out []metadata.IndexEntry
@@ -183,47 +174,4 @@ func (s *Store) Lookup(ctx context.Context, topic metadata.TopicID, partition in
 		return nil, fmt.Errorf("lookup %x/%d@%d: %w", topic, partition, offset, err)
 	}
 	return out, nil
-}
-
-// LookupTimestamp implements metadata.Store. Entries wholly below the log
-// start offset are ignored; ErrUnknownTopic if the partition does not exist.
-func (s *Store) LookupTimestamp(ctx context.Context, topic metadata.TopicID, partition int32, ts int64) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
-		WHERE topic_id = ?1 AND part = ?2 AND end_offset > ?3 AND max_ts >= ?4
-		ORDER BY base_offset LIMIT 1`, ts)
-	if err != nil {
-		return e, fmt.Errorf("lookup %x/%d timestamp %d: %w", topic, partition, ts, err)
-	}
-	return e, nil
-}
-
-// LookupMaxTimestamp implements metadata.Store; ErrUnknownTopic if the
-// partition does not exist.
-func (s *Store) LookupMaxTimestamp(ctx context.Context, topic metadata.TopicID, partition int32) (metadata.IndexEntry, error) {
-	e, err := s.lookupOne(ctx, topic, partition, `SELECT `+sqlstore.IndexColumns+` FROM object_index i
-		WHERE topic_id = ?1 AND part = ?2 AND end_offset > ?3
-		ORDER BY max_ts DESC, base_offset LIMIT 1`)
-	if err != nil {
-		return e, fmt.Errorf("lookup %x/%d max timestamp: %w", topic, partition, err)
-	}
-	return e, nil
-}
-
-// lookupOne checks the partition exists, then runs query with (topic,
-// partition, log start offset, extra...) and returns its single row.
-func (s *Store) lookupOne(ctx context.Context, topic metadata.TopicID, partition int32, query string, extra ...any) (metadata.IndexEntry, error) {
-	var e metadata.IndexEntry
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		p, err := sqlstore.ScanPartition(tx.QueryRowContext(ctx, rebind(sqlstore.PartitionQuery), topic[:], partition), partition)
-		if err != nil {
-			return err
-		}
-		args := append([]any{topic[:], partition, p.LogStartOffset}, extra...)
-		e, err = sqlstore.ScanEntry(tx.QueryRowContext(ctx, query, args...))
-		if errors.Is(err, sql.ErrNoRows) {
-			return metadata.ErrNotFound
-		}
-		return err
-	})
-	return e, err
 }

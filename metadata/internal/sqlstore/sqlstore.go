@@ -1,15 +1,17 @@
 // Package sqlstore holds the SQL of the metadata stores' plain reads and
-// writes (topics, configs, partitions, agents, leases, groups,
-// transactions, compaction bookkeeping), written once against a small
-// Dialect and run on both the SQLite and the PostgreSQL store. What must
-// differ stays in the stores: CommitObject (SQLite's Go commit on prepared
-// statements, PostgreSQL's floe_commit_object and commitChecked), the
-// fetch path's look-ups, and the migrations.
+// writes (topics, configs, partitions, agents, leases, groups, offsets,
+// transactions, producer ids, look-ups by time, compaction bookkeeping),
+// written once against a small Dialect and run on both the SQLite and the
+// PostgreSQL store, each of which embeds a *Store. What must differ stays
+// in the stores: CommitObject (SQLite's Go commit on prepared statements,
+// PostgreSQL's floe_commit_object and commitChecked), the fetch path's
+// Lookup, how a chunk of offsets is written (Batches), and the migrations.
 //
-// Queries use PostgreSQL's numbered placeholders ($1, $2 …); a DB for
-// SQLite rewrites them as ?1, ?2 (SQLDB does). Dialect fragments cover the
-// rest: the store clock, durations added to it, JSON columns, row locks,
-// bytewise ordering, lists of values and unique violations.
+// Queries use PostgreSQL's numbered placeholders ($1, $2 …); the SQLite
+// store's DB rewrites them as ?1, ?2. Dialect fragments cover the rest:
+// the store clock, durations added to it, JSON columns, row locks,
+// bytewise ordering, lists of values, number series and unique
+// violations.
 //
 // The package knows no driver: it never imports pgx or an SQLite driver,
 // and it never talks to object storage.
@@ -58,8 +60,9 @@ type DB interface {
 }
 
 // Dialect is the SQL that differs between the stores. Every method returns
-// a fragment built from constants, so a query's text is the same on every
-// call (PostgreSQL caches statements by text).
+// a fragment built from constants (In: one per number of values), so a
+// query's text is the same on every call: PostgreSQL (pgx) and the SQLite
+// store cache prepared statements by text.
 type Dialect interface {
 	// Now is the store clock's current time in the type of the store's
 	// time columns: the database clock on PostgreSQL (timestamptz), the

@@ -1,8 +1,20 @@
 // Package metadata owns floe's durable state outside object storage: topics
 // and their configs, partitions with their offsets, the index of flushed
-// objects, and the registry of live agents. One Store interface, one
-// PostgreSQL and one SQLite implementation (subpackages), one conformance
-// suite (storetest) that both pass.
+// objects and their lifecycle (live, then replaced by compaction and deleted
+// after a grace period), the registry of live agents, consumer groups and
+// their committed offsets (GroupStore), producer ids and per-partition
+// sequence state for idempotent produce (ProducerStore), transactions and the
+// aborted ranges read_committed fetches skip (TxnStore), and the compactor's
+// job leases, index swaps and object bookkeeping (CompactionStore, JobLease).
+// Store is all of these. The commit's decisions — which batches of a run are
+// appended, duplicates or refused, and what a transactional run opens or ends
+// — are pure functions both stores share (PlanRun, PlanTxnRun), as is the
+// check every commit starts with (ObjectCommit.Validate).
+//
+// One Store interface, one PostgreSQL and one SQLite implementation
+// (subpackages postgres and sqlite, whose plain reads and writes are
+// written once in internal/sqlstore), one conformance suite (storetest)
+// that both pass; storeurl opens either from a URL.
 //
 // metadata never imports storage or kafkaproto, and never talks to the object
 // store: it records what the agents tell it about objects they wrote.

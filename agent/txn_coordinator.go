@@ -92,8 +92,10 @@ func (c *txnCoordinator) isOwner(id string) bool { return c.leases.owns(id) }
 // transaction left in a Prepare state is completed first. NOT_COORDINATOR
 // when another agent should coordinate it or holds its lease,
 // COORDINATOR_NOT_AVAILABLE when the store fails or takes longer than
-// storeTimeout. fn's own store calls (save, end, InitProducerID) are
-// bounded by storeTimeout each.
+// storeTimeout. The store calls fn makes through save, end and
+// newProducerID are bounded by storeTimeout each; fn gets no bounded ctx of
+// its own (leased.with passes one), so calls it makes with its caller's ctx
+// (AddPartitionsToTxn's AddTxnPartitions) are not.
 func (c *txnCoordinator) with(ctx context.Context, id string, fn func(e *txnEntry) *kerr.Error) *kerr.Error {
 	return c.leases.with(ctx, id, func(ctx context.Context, e *txnEntry, _ time.Time) *kerr.Error {
 		if e.exists && (e.t.State == metadata.TxnPrepareCommit || e.t.State == metadata.TxnPrepareAbort) {

@@ -6,7 +6,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlstore"
 )
+
+var _ sqlstore.Batches = batches{}
 
 // batches is sqlstore.Batches over arrays: one statement (one round trip,
 // one implicit transaction) per chunk, however many rows it holds.

@@ -17,6 +17,8 @@ import (
 	"floe/metadata/internal/sqlstore"
 )
 
+var _ sqlstore.DB = sqlDB{}
+
 // sqlDB is the pool as sqlstore sees it.
 type sqlDB struct{ pool *pgxpool.Pool }
 

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlstore"
 )
+
+var _ sqlstore.Batches = batches{}
 
 // batches is sqlstore.Batches on the writer's prepared statements: one
 // statement compiled once, run per row, one transaction per chunk (a

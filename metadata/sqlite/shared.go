@@ -19,6 +19,8 @@ import (
 	"floe/metadata/internal/sqlstore"
 )
 
+var _ sqlstore.DB = sqlDB{}
+
 // sqlDB is the Store's pools as sqlstore sees them.
 type sqlDB struct{ s *Store }
 

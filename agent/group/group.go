@@ -1,14 +1,3 @@
-// Package group is the classic (JoinGroup/SyncGroup) consumer group state
-// machine: generations, member ids and the MEMBER_ID_REQUIRED round trip,
-// static membership, session and rebalance timeouts, protocol selection and
-// leader election, with the error codes a Java broker returns.
-//
-// It is pure: no I/O, no goroutines, no clock. Every call takes the current
-// time; Tick applies timeouts. Requests that Kafka parks (JoinGroup until
-// the rebalance completes, SyncGroup until the leader assigns) take a reply
-// callback that is called exactly once, possibly during a later call. The
-// caller serializes all calls on one Group (one mutex per group in the
-// coordinator) and persists Snapshot whenever TakeChanged reports a change.
 package group
 
 import (

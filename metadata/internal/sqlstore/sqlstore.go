@@ -180,3 +180,20 @@ func affected(n int64, err, sentinel error) error {
 	}
 	return err
 }
+
+// partitionValues collects rows of (partition, value) into a map.
+func partitionValues(rows Rows, err error) (map[int32]int64, error) {
+	type pv struct {
+		part int32
+		v    int64
+	}
+	pvs, err := collect(rows, err, func(r Row) (x pv, err error) { return x, r.Scan(&x.part, &x.v) })
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int64, len(pvs))
+	for _, x := range pvs {
+		out[x.part] = x.v
+	}
+	return out, nil
+}

@@ -228,17 +228,9 @@ func (s *Store) PartitionSizes(ctx context.Context, topic metadata.TopicID) (map
 	rows, err := s.db.Read().Query(ctx, `SELECT i.part, CAST(sum(i.byte_length) AS bigint) FROM object_index i
 		JOIN partitions p ON p.topic_id = i.topic_id AND p.part = i.part
 		WHERE i.topic_id = $1 AND i.end_offset > p.log_start_offset GROUP BY i.part`, topic[:])
-	type size struct {
-		part int32
-		n    int64
-	}
-	ss, err := collect(rows, err, func(r Row) (z size, err error) { return z, r.Scan(&z.part, &z.n) })
+	sizes, err := partitionValues(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("partition sizes of %x: %w", topic, err)
-	}
-	sizes := make(map[int32]int64, len(ss))
-	for _, z := range ss {
-		sizes[z.part] = z.n
 	}
 	return sizes, nil
 }

@@ -142,17 +142,9 @@ func (s *Store) AddTxnPartitions(ctx context.Context, producerID int64, epoch in
 func (s *Store) FirstOpenOffsets(ctx context.Context, topic metadata.TopicID) (map[int32]int64, error) {
 	rows, err := s.db.Read().Query(ctx, `SELECT part, min(first_offset) FROM txn_partitions
 		WHERE topic_id = $1 AND first_offset IS NOT NULL GROUP BY part`, topic[:])
-	type first struct {
-		part int32
-		off  int64
-	}
-	fs, err := collect(rows, err, func(r Row) (f first, err error) { return f, r.Scan(&f.part, &f.off) })
+	out, err := partitionValues(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("open transactions of %x: %w", topic, err)
-	}
-	out := make(map[int32]int64, len(fs))
-	for _, f := range fs {
-		out[f.part] = f.off
 	}
 	return out, nil
 }

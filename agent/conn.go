@@ -239,9 +239,9 @@ func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 	if _, err := io.ReadFull(br, sz[:]); err != nil {
 		return nil, nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < 0 || n > c.a.cfg.MaxRequestSize {
-		return nil, nil, fmt.Errorf("%w: %d bytes (max %d)", kafkaproto.ErrFrameTooLarge, n, c.a.cfg.MaxRequestSize)
+	n, err := kafkaproto.FrameSize(sz, c.a.cfg.MaxRequestSize)
+	if err != nil {
+		return nil, nil, err
 	}
 	c.a.metrics.requestBytes.Add(float64(n) + 4)
 	var pool *bufPool
@@ -262,7 +262,7 @@ func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 		}
 		return make([]byte, size)
 	}
-	size := int(n)
+	size := n
 	if size > frameStart && br.Buffered() < size {
 		size = max(frameStart, br.Buffered())
 	}
@@ -297,11 +297,11 @@ func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if read == int(n) {
+		if read == n {
 			break
 		}
 		// The buffer is full and more is coming: grow it.
-		grown := min(4*len(buf), int(n))
+		grown := min(4*len(buf), n)
 		if err := budgetFor(grown); err != nil {
 			return fail(err)
 		}

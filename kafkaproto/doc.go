@@ -1,10 +1,14 @@
 // Package kafkaproto owns the Kafka wire format as floe speaks it: size-prefixed
 // frames, request and response headers (including the flexible-version rules
 // clients disagree about), decoding request bodies into franz-go kmsg types,
-// the table of API versions an agent advertises and handles, and the v2 record
-// batch helpers the produce and fetch paths need (header parsing, the
-// validation a Kafka broker applies to produced batches, base-offset rewrite,
-// and record decoding with every Kafka compression codec).
+// encoding answers (Fetch answers as the parts a vectored write sends, their
+// record sets uncopied), the table of API versions an agent advertises and
+// handles, and the v2 record batch helpers: header parsing, the validation a
+// Kafka broker applies to produced batches and their records (ValidateProduced,
+// ValidateRecords), splitting a produced records field (SplitBatches), the
+// walk of stored batches with their absolute offsets that fetch, the compactor
+// and the Iceberg converter share (WalkBatches), base-offset rewrite, and
+// record decoding with every Kafka compression codec.
 //
 // kafkaproto does no I/O beyond reading one frame from an io.Reader, keeps no
 // state between calls, and imports only the standard library, kmsg, kerr and

@@ -281,3 +281,111 @@ func (p concProducer) commitAll(ctx context.Context, s metadata.Store, topic met
 	}
 	return mine, ab, nil
 }
+
+// testConcurrentFencing races a producer at a bumped epoch against its
+// zombie at the old one, both committing to the same partitions. In each
+// partition the zombie's batches are accepted until the successor's first
+// batch lands there and refused with ErrInvalidProducerEpoch from then on,
+// so every accepted zombie offset lies below every successor offset; the
+// successor's batches are all accepted. (The store knows of the bump only
+// through the successor's data, as Kafka's partition leaders do.)
+func testConcurrentFencing(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	const parts, rounds = 2, 20
+	tp := mustCreate(t, s, "fencing", parts)
+	pid, _, err := s.InitProducerID(ctx, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// result is one committed batch: its partition, epoch and outcome.
+	type result struct {
+		part  int32
+		epoch int16
+		res   metadata.BatchResult
+	}
+	// produce commits rounds objects at epoch, one batch per partition;
+	// with untilFenced it goes on until every partition refused it (the
+	// successor commits in the meantime, however the goroutines are run).
+	produce := func(epoch int16, untilFenced bool, out *[]result) error {
+		seq := map[int32]int32{}
+		fenced := map[int32]bool{}
+		for round := 0; round < rounds || untilFenced && len(fenced) < parts; round++ {
+			if round > 100*rounds {
+				return fmt.Errorf("epoch %d still not fenced after %d rounds", epoch, round)
+			}
+			var runs []metadata.RunCommit
+			for part := range int32(parts) {
+				runs = append(runs, idemRun(tp.ID, part, int64(10*part), pid, epoch, [2]int32{seq[part], 2}))
+			}
+			key := fmt.Sprintf("e%d-r%d", epoch, round)
+			res, err := s.CommitObject(ctx, metadata.ObjectCommit{Key: key, Size: 10 * parts, AgentID: "agent-1", Runs: runs})
+			if err != nil {
+				return fmt.Errorf("commit %s: %w", key, err)
+			}
+			for i, r := range res {
+				if r.Err != nil || len(r.Batches) != 1 {
+					return fmt.Errorf("commit %s run %d: %+v", key, i, r)
+				}
+				b := r.Batches[0]
+				if b.Err == nil {
+					seq[int32(i)] += 2
+				} else {
+					fenced[int32(i)] = true
+				}
+				*out = append(*out, result{part: int32(i), epoch: epoch, res: b})
+			}
+		}
+		return nil
+	}
+	var zombie, successor []result
+	var zerr, serr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); zerr = produce(0, true, &zombie) }()
+	go func() {
+		defer wg.Done()
+		if _, ep, err := s.InitProducerID(ctx, pid, 0); err != nil || ep != 1 {
+			serr = fmt.Errorf("bump: epoch %d, %v", ep, err)
+			return
+		}
+		serr = produce(1, false, &successor)
+	}()
+	wg.Wait()
+	if zerr != nil || serr != nil {
+		t.Fatalf("zombie: %v; successor: %v", zerr, serr)
+	}
+	for part := range int32(parts) {
+		firstNew := int64(-1)
+		for _, r := range successor {
+			if r.part != part {
+				continue
+			}
+			if r.res.Err != nil || r.res.Duplicate {
+				t.Fatalf("partition %d: successor batch %+v", part, r.res)
+			}
+			if firstNew < 0 {
+				firstNew = r.res.BaseOffset
+			}
+		}
+		fenced := false
+		for _, r := range zombie {
+			switch {
+			case r.part != part:
+			case r.res.Err == nil && !r.res.Duplicate && !fenced:
+				if r.res.BaseOffset >= firstNew {
+					t.Fatalf("partition %d: zombie batch at %d, successor's first at %d", part, r.res.BaseOffset, firstNew)
+				}
+			case errors.Is(r.res.Err, metadata.ErrInvalidProducerEpoch):
+				fenced = true
+			default:
+				t.Fatalf("partition %d: zombie batch %+v (fenced %v)", part, r.res, fenced)
+			}
+		}
+		if !fenced {
+			t.Fatalf("partition %d: the zombie was never fenced", part)
+		}
+		if st := partition(t, s, tp.ID, part); st.NextOffset != firstNew+2*rounds {
+			t.Fatalf("partition %d: next offset %d, want %d", part, st.NextOffset, firstNew+2*rounds)
+		}
+	}
+}

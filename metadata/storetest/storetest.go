@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"LookupMaxTimestamp", testLookupMaxTimestamp},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"ConcurrentProducerCommits", testConcurrentProducerCommits},
+		{"ConcurrentFencing", testConcurrentFencing},
 		{"InitProducerID", testInitProducerID},
 		{"ProducerSequences", testProducerSequences},
 		{"TxnRecords", testTxnRecords},

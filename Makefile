@@ -8,6 +8,8 @@ TOOLS         ?= $(HOME)/.cache/floe-tools
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO_BIN     := $(TOOLS)/minio-20260212201848/minio
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+HELM_VERSION  := v3.22.0
+HELM_BIN      := $(TOOLS)/helm-$(HELM_VERSION)/helm
 # franz-go's own kgo integration suite, at the version floe's go.mod pins.
 FRANZ_VERSION := v1.22.3
 KGO_DIR       := $(TOOLS)/kgo-$(FRANZ_VERSION)
@@ -16,6 +18,7 @@ KGO_TEST      := $(KGO_DIR)/kgo.test
 # Tests use real servers; never let the AWS SDK probe the cloud metadata address.
 export AWS_EC2_METADATA_DISABLED := true
 export FLOE_MINIO_BIN := $(MINIO_BIN)
+export FLOE_HELM_BIN := $(HELM_BIN)
 export FLOE_KGO_TEST_BIN := $(KGO_TEST)
 export FLOE_KGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/twmb/franz-go@$(FRANZ_VERSION)/pkg/kgo
 
@@ -103,7 +106,7 @@ export FLOE_KAFKAGO_NOT_RUN := TestReaderConsumerGroup/verify_offset_committed \
 # Packages with concurrency, tested under the race detector.
 RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./iceberg/... ./internal/...
 
-.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test kafka-go-test clean
+.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test kafka-go-test helm image clean
 
 ## run: start floe on the embedded default (SQLite + ./floe-data) on 127.0.0.1:9092
 run: build
@@ -116,7 +119,7 @@ build:
 ## test: the whole suite, real PostgreSQL and real MinIO included
 test: deps
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(RACE_PKGS)
-	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 30m -count=1 ./cmd/... ./integration/...
+	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 30m -count=1 ./cmd/... ./deploy/... ./integration/...
 
 ## lint: gofmt, go vet, staticcheck
 lint:
@@ -159,7 +162,7 @@ fuzz:
 
 ## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries, franz-go's kgo suite,
 ## kafka-go's suite
-deps: minio kcat postgres kgo-test kafka-go-test
+deps: minio kcat postgres kgo-test kafka-go-test helm
 
 ## kgo-test: build franz-go's pkg/kgo integration test binary from the module cache into $(TOOLS)
 kgo-test: $(KGO_TEST)
@@ -184,6 +187,19 @@ minio: $(MINIO_BIN)
 $(MINIO_BIN):
 	mkdir -p $(dir $(MINIO_BIN))
 	GOBIN=$(abspath $(dir $(MINIO_BIN))) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+
+## helm: build the helm CLI at a pinned version into $(TOOLS) (the chart tests render and lint with it)
+helm: $(HELM_BIN)
+$(HELM_BIN):
+	mkdir -p $(dir $(HELM_BIN))
+	GOBIN=$(abspath $(dir $(HELM_BIN))) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+## image: build floe's container image floe:dev (static binary on an empty base; needs a Docker engine)
+image:
+	mkdir -p deploy/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o deploy/image/floe ./cmd/floe
+	cp /etc/ssl/certs/ca-certificates.crt deploy/image/
+	docker build -f deploy/Dockerfile -t floe:dev deploy/image
 
 ## kcat: install Debian's kcat (librdkafka) when missing
 kcat:

@@ -92,16 +92,11 @@ func runCompactor(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, err := openStore(ctx, *metaURL)
+	store, bucket, closeStores, err := openStores(ctx, *metaURL, *bucketURL, *httpAddr, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	bucket, closeBucket, err := openBucket(ctx, *bucketURL)
-	if err != nil {
-		return err
-	}
-	defer closeBucket()
+	defer closeStores()
 	if af.bucketLatency > 0 {
 		bucket = &faulty.Bucket{Bucket: bucket, Latency: af.bucketLatency}
 	}

@@ -263,16 +263,11 @@ func runAgent(args []string) error {
 func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, err := openStore(ctx, metaURL)
+	store, bucket, closeStores, err := openStores(ctx, metaURL, bucketURL, f.cfg.HTTPAddr, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	bucket, closeBucket, err := openBucket(ctx, bucketURL)
-	if err != nil {
-		return err
-	}
-	defer closeBucket()
+	defer closeStores()
 	if f.bucketLatency > 0 {
 		bucket = &faulty.Bucket{Bucket: bucket, Latency: f.bucketLatency}
 	}

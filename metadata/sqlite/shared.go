@@ -90,8 +90,7 @@ func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 }
 
 // maxReadStmts bounds the statements readStmt keeps: the shared reads are
-// a fixed set of texts, but a list of values (sqlstore's In) makes one text
-// per length.
+// a fixed set of texts, a list of values (dialect.In) one per power of two.
 const maxReadStmts = 256
 
 // readStmt returns query prepared on the reader pool, preparing it on
@@ -157,18 +156,28 @@ func (dialect) JSON(param string) string   { return param }
 func (dialect) JSONText(col string) string { return col }
 func (dialect) ForUpdate() string          { return `` }
 func (dialect) Bytewise() string           { return `` }  // BINARY, SQLite's default collation
-func (dialect) MaxIn() int                 { return 500 } // far below SQLite's limit on bound parameters
+func (dialect) MaxIn() int                 { return 512 } // far below SQLite's limit on bound parameters
 
+// In pads vals to a power of two with copies of the last one (IN is a set,
+// so copies change nothing): a query then has a handful of texts whatever
+// the number of values, and readStmt keeps them all prepared.
 func (dialect) In(col string, first int, vals []string) (string, []any) {
+	if len(vals) == 0 {
+		return `0 = 1`, nil
+	}
+	n := 1
+	for n < len(vals) {
+		n *= 2
+	}
 	var b strings.Builder
-	args := make([]any, len(vals))
+	args := make([]any, n)
 	b.WriteString(col + ` IN (`)
-	for i, v := range vals {
+	for i := range n {
 		if i > 0 {
 			b.WriteString(`, `)
 		}
 		b.WriteString(`?` + strconv.Itoa(first+i))
-		args[i] = v
+		args[i] = vals[min(i, len(vals)-1)]
 	}
 	b.WriteString(`)`)
 	return b.String(), args

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -37,5 +39,49 @@ func TestRebind(t *testing.T) {
 		if got := rebind(in); got != want {
 			t.Errorf("rebind(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestIn: a list is padded to a power of two with its last value.
+func TestIn(t *testing.T) {
+	for _, tc := range []struct {
+		vals []string
+		cond string
+		args []any
+	}{
+		{nil, `0 = 1`, nil},
+		{[]string{"a"}, `k IN (?2)`, []any{"a"}},
+		{[]string{"a", "b", "c"}, `k IN (?2, ?3, ?4, ?5)`, []any{"a", "b", "c", "c"}},
+	} {
+		cond, args := dialect{}.In("k", 2, tc.vals)
+		if cond != tc.cond || !reflect.DeepEqual(args, tc.args) {
+			t.Errorf("In(%q) = %q %v, want %q %v", tc.vals, cond, args, tc.cond, tc.args)
+		}
+	}
+}
+
+// TestKnownObjectsManyKeys: more keys than one list holds, in chunks.
+func TestKnownObjectsManyKeys(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var keys []string
+	for i := range 1300 {
+		keys = append(keys, fmt.Sprintf("k%04d", i))
+	}
+	for _, k := range keys[:700] {
+		if _, err := s.w.ExecContext(ctx, `INSERT INTO objects (key, size, agent_id, created_at) VALUES (?, 1, 'a', 1)`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known, err := s.KnownObjects(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(known) != 700 || !known["k0000"] || !known["k0699"] || known["k0700"] {
+		t.Fatalf("%d known, want k0000..k0699", len(known))
 	}
 }

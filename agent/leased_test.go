@@ -449,3 +449,44 @@ func TestLeaseHandOffOnPlacementChange(t *testing.T) {
 		t.Fatalf("hand-off took %v: the leases were waited out, not released", d)
 	}
 }
+
+// TestLeaseLapsedReloadedAtNewEpoch: an entry whose lease lapsed in the
+// store (nobody took it) is re-acquired at a new epoch; the state it had
+// may be stale, so it is read again from the store, and the members saved
+// there are still known.
+func TestLeaseLapsedReloadedAtNewEpoch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, ls := newLeaseAgent(t, filepath.Join(t.TempDir(), "meta.db"), storeTimeout)
+	_, br := directClient(t, a)
+	const g = "lapsed"
+	jr, err := joinReq(g).RequestWith(ctx, br)
+	if err != nil || jr.ErrorCode != 0 {
+		t.Fatalf("join = %+v, %v", jr, err)
+	}
+	e := heldEntry(t, a.coord.leases, g)
+	e.mu.Lock()
+	epoch, st := e.epoch, e.g
+	e.mu.Unlock()
+	// The lease expires in the store; the renewal no longer returns it.
+	if err := ls.Store.ReleaseCoordinatorLease(ctx, metadata.GroupLeaseName(g), a.id); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	e.until = time.Time{}
+	e.mu.Unlock()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		e.mu.Lock()
+		ep, reloaded := e.epoch, e.g != st && e.g != nil
+		e.mu.Unlock()
+		if ep == epoch+1 && reloaded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("epoch %d (was %d), reloaded %v", ep, epoch, reloaded)
+		}
+	}
+	if code := heartbeat(t, ctx, br, g, jr.MemberID, jr.Generation); code != kerr.RebalanceInProgress.Code && code != 0 {
+		t.Fatalf("heartbeat of the saved member after the reload = %v", kerr.ErrorForCode(code))
+	}
+}

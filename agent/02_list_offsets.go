@@ -124,28 +124,26 @@ func (a *Agent) scanRun(ctx context.Context, e metadata.IndexEntry, match func(o
 		a.log.Warn("list offsets: object read failed", "key", e.ObjectKey, "err", err)
 		return kerr.KafkaStorageError
 	}
-	base := e.BaseOffset
-	batches, err := kafkaproto.SplitBatches(data)
-	if err != nil {
-		return kerr.CorruptMessage
-	}
-	for _, b := range batches {
-		h, recs, err := kafkaproto.DecodeRecords(b)
+	errFound := errors.New("found")
+	_, err = kafkaproto.WalkBatches(data, e.BaseOffset, func(h kafkaproto.BatchHeader, b []byte, base int64) error {
+		_, recs, err := kafkaproto.DecodeRecords(b)
 		if err != nil {
-			return kerr.CorruptMessage
+			return err
 		}
 		for _, rec := range recs {
-			t := h.FirstTimestamp + rec.TimestampDelta
-			if h.TimestampType() == 1 {
-				t = h.MaxTimestamp // LogAppendTime: the batch's time is every record's
-			}
-			off := base + int64(rec.OffsetDelta)
+			off, t := base+int64(rec.OffsetDelta), h.RecordTimestamp(rec)
 			if match(off, t) {
 				sp.Offset, sp.Timestamp = off, t
-				return nil
+				return errFound
 			}
 		}
-		base += int64(h.LastOffsetDelta) + 1
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return nil
+	case err != nil:
+		return kerr.CorruptMessage
 	}
 	sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, -1
 	return nil

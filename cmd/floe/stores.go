@@ -86,7 +86,10 @@ func openStores(ctx context.Context, metaURL, bucketURL, httpAddr string, log *s
 			})
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 			go srv.Serve(ln)
-			stopHTTP = func() { srv.Close() }
+			// Close the listener here, not only through srv: Serve may
+			// not have taken it yet, and the agent binds the same address
+			// next.
+			stopHTTP = func() { srv.Close(); ln.Close() }
 		}
 	}
 	defer stopHTTP()

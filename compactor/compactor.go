@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -128,9 +127,6 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		now:     time.Now,
 	}
 }
-
-// Metrics serves the compactor's Prometheus registry.
-func (c *Compactor) Metrics() http.Handler { return c.metrics.handler() }
 
 // Gatherer exposes the compactor's metrics for another process-wide
 // endpoint (floe dev serves them on the agent's /metrics).

@@ -2,12 +2,10 @@ package compactor
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"floe/metadata"
 )
@@ -61,10 +59,6 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.jobs, m.objects, m.objectBytes, m.indexRows, m.lag, m.merges, m.mergedObjects, m.mergedBytes, m.pacedSeconds,
 		m.conflicts, m.deleted, m.reclaimedBytes, m.logStartMoves, m.retentionHeld, m.keyCompactions, m.removedRecords, m.unreadable)
 	return m
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // levelState labels the per-level gauges.

@@ -117,6 +117,10 @@ type Agent struct {
 	Host   string
 	Port   int32
 	Zone   string
+	// HTTPAddr is the host:port other agents reach this one's HTTP
+	// listener at (the zone's shared read cache, agent/peer_cache.go);
+	// empty when it has none.
+	HTTPAddr string
 	// LastHeartbeat is set by the store, from the store's clock.
 	LastHeartbeat time.Time
 }

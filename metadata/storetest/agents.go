@@ -12,7 +12,7 @@ import (
 
 func register(t *testing.T, s metadata.Store, id, host string) metadata.Agent {
 	t.Helper()
-	a, err := s.RegisterAgent(ctxT(t), metadata.Agent{ID: id, Host: host, Port: 9092, Zone: "zone-" + id})
+	a, err := s.RegisterAgent(ctxT(t), metadata.Agent{ID: id, Host: host, Port: 9092, Zone: "zone-" + id, HTTPAddr: host + ":8080"})
 	if err != nil {
 		t.Fatalf("RegisterAgent(%s): %v", id, err)
 	}
@@ -36,7 +36,7 @@ func sameAgents(t *testing.T, what string, got, want []metadata.Agent) {
 	for i := range got {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || g.NodeID != w.NodeID || g.Host != w.Host || g.Port != w.Port || g.Zone != w.Zone ||
-			!g.LastHeartbeat.Equal(w.LastHeartbeat) {
+			g.HTTPAddr != w.HTTPAddr || !g.LastHeartbeat.Equal(w.LastHeartbeat) {
 			t.Fatalf("%s: agent %d\ngot  %+v\nwant %+v", what, i, g, w)
 		}
 	}
@@ -49,7 +49,7 @@ func testAgents(t *testing.T, s metadata.Store) {
 	}
 	before := time.Now()
 	a := register(t, s, "a", "host-a")
-	if a.NodeID != 1 || a.ID != "a" || a.Host != "host-a" || a.Port != 9092 || a.Zone != "zone-a" {
+	if a.NodeID != 1 || a.ID != "a" || a.Host != "host-a" || a.Port != 9092 || a.Zone != "zone-a" || a.HTTPAddr != "host-a:8080" {
 		t.Fatalf("first agent: %+v", a)
 	}
 	if d := a.LastHeartbeat.Sub(before); d < -time.Minute || d > time.Minute {
@@ -61,15 +61,26 @@ func testAgents(t *testing.T, s metadata.Store) {
 	}
 	sameAgents(t, "LiveAgents", live(t, s, time.Minute), []metadata.Agent{a, b})
 
-	// Re-registering keeps the node id and takes the new address.
-	a2, err := s.RegisterAgent(ctx, metadata.Agent{ID: "a", Host: "host-a2", Port: 19092, Zone: "z2", NodeID: 77})
+	// Re-registering keeps the node id and takes the new addresses.
+	a2, err := s.RegisterAgent(ctx, metadata.Agent{ID: "a", Host: "host-a2", Port: 19092, Zone: "z2", HTTPAddr: "10.0.0.2:18080", NodeID: 77})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a2.NodeID != 1 || a2.Host != "host-a2" || a2.Port != 19092 || a2.Zone != "z2" || a2.LastHeartbeat.Before(a.LastHeartbeat) {
+	if a2.NodeID != 1 || a2.Host != "host-a2" || a2.Port != 19092 || a2.Zone != "z2" || a2.HTTPAddr != "10.0.0.2:18080" ||
+		a2.LastHeartbeat.Before(a.LastHeartbeat) {
 		t.Fatalf("re-registered agent: %+v (was %+v)", a2, a)
 	}
 	sameAgents(t, "LiveAgents after re-register", live(t, s, time.Minute), []metadata.Agent{a2, b})
+	// An agent without an HTTP listener registers none, and may drop it.
+	b2, err := s.RegisterAgent(ctx, metadata.Agent{ID: "b", Host: "host-b", Port: 9092, Zone: "zone-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.NodeID != b.NodeID || b2.HTTPAddr != "" {
+		t.Fatalf("re-registered agent without HTTP: %+v (was %+v)", b2, b)
+	}
+	sameAgents(t, "LiveAgents after re-register without HTTP", live(t, s, time.Minute), []metadata.Agent{a2, b2})
+	b = b2
 
 	if err := s.Heartbeat(ctx, "b"); err != nil {
 		t.Fatal(err)

@@ -18,14 +18,15 @@ const registerAttempts = 20
 func (s *Store) RegisterAgent(ctx context.Context, a metadata.Agent) (metadata.Agent, error) {
 	var err error
 	for range registerAttempts {
-		err = s.db.Write().QueryRow(ctx, `INSERT INTO agents (id, node_id, host, port, zone, last_heartbeat)
+		err = s.db.Write().QueryRow(ctx, `INSERT INTO agents (id, node_id, host, port, zone, http_addr, last_heartbeat)
 			VALUES ($1,
 				(SELECT min(c.n) FROM (SELECT 1 AS n UNION ALL SELECT node_id + 1 FROM agents) c
 				  WHERE NOT EXISTS (SELECT 1 FROM agents x WHERE x.node_id = c.n)),
-				$2, $3, $4, `+s.d.Now()+`)
+				$2, $3, $4, $5, `+s.d.Now()+`)
 			ON CONFLICT (id) DO UPDATE
-			   SET host = excluded.host, port = excluded.port, zone = excluded.zone, last_heartbeat = excluded.last_heartbeat
-			RETURNING node_id, last_heartbeat`, a.ID, a.Host, a.Port, a.Zone).Scan(&a.NodeID, Time(&a.LastHeartbeat))
+			   SET host = excluded.host, port = excluded.port, zone = excluded.zone, http_addr = excluded.http_addr,
+			       last_heartbeat = excluded.last_heartbeat
+			RETURNING node_id, last_heartbeat`, a.ID, a.Host, a.Port, a.Zone, a.HTTPAddr).Scan(&a.NodeID, Time(&a.LastHeartbeat))
 		if !s.d.IsUniqueViolation(err) {
 			break
 		}
@@ -65,11 +66,11 @@ func (s *Store) LiveAgents(ctx context.Context, ttl time.Duration) ([]metadata.A
 	if _, err := s.db.Write().Exec(ctx, `DELETE FROM agents WHERE last_heartbeat <= `+cutoff, ttl.Microseconds()); err != nil {
 		return nil, fmt.Errorf("live agents: %w", err)
 	}
-	rows, err := s.db.Read().Query(ctx, `SELECT id, node_id, host, port, zone, last_heartbeat FROM agents
+	rows, err := s.db.Read().Query(ctx, `SELECT id, node_id, host, port, zone, http_addr, last_heartbeat FROM agents
 		WHERE last_heartbeat > `+cutoff+` ORDER BY node_id`, ttl.Microseconds())
 	as, err := collect(rows, err, func(r Row) (metadata.Agent, error) {
 		var a metadata.Agent
-		err := r.Scan(&a.ID, &a.NodeID, &a.Host, &a.Port, &a.Zone, Time(&a.LastHeartbeat))
+		err := r.Scan(&a.ID, &a.NodeID, &a.Host, &a.Port, &a.Zone, &a.HTTPAddr, Time(&a.LastHeartbeat))
 		return a, err
 	})
 	if err != nil {

@@ -86,6 +86,15 @@ func NewCache(b Bucket, budgetBytes int64) *Cache {
 // needs no owner: it ends with the GET, which nobody keeps waiting on. A
 // failed GET is not cached: the next reader tries again.
 func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	data, _, err := c.Read(ctx, key, offset, length)
+	return data, err
+}
+
+// Read is GetRange that also reports whether this call was a hit: served
+// from the cache or by joining a GET already in flight, starting no GET of
+// its own (what CacheStats.Hits counts). An agent serving a range to
+// another agent counts with it the GETs the zone's shared cache saved.
+func (c *Cache) Read(ctx context.Context, key string, offset, length int64) (data []byte, hit bool, err error) {
 	k := rangeKey{key: key, offset: offset, length: length}
 
 	c.mu.Lock()
@@ -94,14 +103,14 @@ func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) 
 		c.stats.Hits++
 		data := el.Value.(*cacheEntry).data
 		c.mu.Unlock()
-		return data, nil
+		return data, true, nil
 	}
 	if err := ctx.Err(); err != nil {
 		c.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
-	f, ok := c.flights[k]
-	if ok {
+	f, hit := c.flights[k]
+	if hit {
 		c.stats.Hits++
 	} else {
 		c.stats.Misses++
@@ -117,7 +126,7 @@ func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) 
 
 	select {
 	case <-f.done:
-		return f.data, f.err
+		return f.data, hit, f.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		f.waiters--
@@ -129,7 +138,7 @@ func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) 
 			f.cancel()
 		}
 		c.mu.Unlock()
-		return nil, ctx.Err()
+		return nil, hit, ctx.Err()
 	}
 }
 

@@ -209,6 +209,50 @@ func TestCacheSharedGet(t *testing.T) {
 	}
 }
 
+// TestCacheReadReportsHits checks Read's hit flag: of concurrent readers of
+// one range exactly one started the GET; a later read is a hit; a failed
+// GET is no hit for the reader that started it.
+func TestCacheReadReportsHits(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	obj := data(4096)
+	b := newCounting(t, map[string][]byte{"o": obj})
+	b.gate = make(chan struct{})
+	c := storage.NewCache(b, 1<<20)
+
+	const readers = 20
+	hits := make([]bool, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() {
+			got, hit, err := c.Read(t.Context(), "o", 10, 100)
+			if err != nil || !bytes.Equal(got, obj[10:110]) {
+				t.Errorf("reader %d: %v, %d bytes", i, err, len(got))
+			}
+			hits[i] = hit
+		})
+	}
+	for s := c.Stats(); s.Hits+s.Misses < readers; s = c.Stats() {
+		time.Sleep(time.Millisecond)
+	}
+	close(b.gate)
+	wg.Wait()
+	misses := 0
+	for _, h := range hits {
+		if !h {
+			misses++
+		}
+	}
+	if misses != 1 || b.gets.Load() != 1 {
+		t.Fatalf("%d of %d readers report a miss, %d GETs; want 1 and 1", misses, readers, b.gets.Load())
+	}
+	if _, hit, err := c.Read(t.Context(), "o", 10, 100); err != nil || !hit {
+		t.Fatalf("cached range: hit %v, err %v", hit, err)
+	}
+	if _, hit, err := c.Read(t.Context(), "missing", 0, 10); !errors.Is(err, storage.ErrNotFound) || hit {
+		t.Fatalf("missing object: hit %v, err %v", hit, err)
+	}
+}
+
 // TestCacheWaiterGivesUp checks that a reader whose ctx ends leaves at once
 // without cancelling the GET others still wait for.
 func TestCacheWaiterGivesUp(t *testing.T) {

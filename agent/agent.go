@@ -61,7 +61,11 @@ type Agent struct {
 	// departed: node ids that left live, and when (departed.go).
 	departed map[int32]time.Time
 
-	stopping chan struct{} // closed when Close begins: long polls return early
+	// draining is set when Close begins (drain.go); deregistered once the
+	// agent has left the registry.
+	draining     atomic.Bool
+	deregistered atomic.Bool
+	stopping     chan struct{} // closed when the drain ends: long polls return early
 
 	// tailWaiting counts the fetches waiting for new records now, and
 	// tailReadAt is when one last stopped waiting (unix nanos): while
@@ -218,17 +222,19 @@ func (a *Agent) closeListeners() {
 	}
 }
 
-// Close stops accepting, finishes in-flight requests, flushes what producers
-// already handed over, deregisters and waits for every goroutine. ctx bounds
-// the wait for connections to drain.
+// Close drains (drain.go: readiness fails, the agent leaves the registry
+// and its groups and transactional ids move, it serves on while the other
+// agents drop it), then stops accepting, finishes in-flight requests,
+// flushes what producers already handed over, releases its coordinator
+// leases and waits for every goroutine. ctx bounds the whole of it.
 func (a *Agent) Close(ctx context.Context) error {
-	a.connMu.Lock()
-	already := a.closing
-	a.closing = true
-	a.connMu.Unlock()
-	if already {
+	if !a.draining.CompareAndSwap(false, true) {
 		return nil
 	}
+	a.drain(ctx)
+	a.connMu.Lock()
+	a.closing = true
+	a.connMu.Unlock()
 	close(a.stopping)
 	a.reqBudget.wake()
 	a.fetchBudget.wake()
@@ -281,8 +287,10 @@ func (a *Agent) Close(ctx context.Context) error {
 	defer cancel()
 	a.coord.close(dctx)
 	a.txn.close(dctx)
-	if err := a.store.DeregisterAgent(dctx, a.id); err != nil {
-		return fmt.Errorf("deregister agent: %w", err)
+	if !a.deregistered.Load() {
+		if err := a.store.DeregisterAgent(dctx, a.id); err != nil {
+			return fmt.Errorf("deregister agent: %w", err)
+		}
 	}
 	a.log.Info("agent stopped", "agent_id", a.id)
 	return nil
@@ -381,7 +389,10 @@ func (a *Agent) heartbeatLoop() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
-		err := a.store.Heartbeat(ctx, a.id)
+		var err error
+		if !a.isDraining() { // a draining agent has left the registry for good
+			err = a.store.Heartbeat(ctx, a.id)
+		}
 		if errors.Is(err, metadata.ErrNotFound) {
 			// Expired (e.g. a long pause): register again, keeping our id.
 			var self metadata.Agent
@@ -404,6 +415,9 @@ func (a *Agent) refreshLive(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list live agents: %w", err)
 	}
+	if a.isDraining() {
+		live = withoutAgent(live, a.id)
+	}
 	a.viewMu.Lock()
 	a.noteDepartedLocked(a.live, live, time.Now())
 	a.live = live
@@ -412,11 +426,15 @@ func (a *Agent) refreshLive(ctx context.Context) error {
 	return nil
 }
 
-// liveAgents returns the last known live agents; it always includes this one.
+// liveAgents returns the last known live agents; it always includes this
+// one, unless it is draining and others are live.
 func (a *Agent) liveAgents() []metadata.Agent {
 	a.viewMu.Lock()
 	live := a.live
 	a.viewMu.Unlock()
+	if len(live) > 0 && a.isDraining() {
+		return live
+	}
 	for _, l := range live {
 		if l.ID == a.id {
 			return live

@@ -127,6 +127,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// AgentTTL is how long an agent without heartbeat is still listed.
 	AgentTTL time.Duration
+	// DrainDelay is how long a closing agent serves on after leaving the
+	// registry, so that the other agents (refreshing every
+	// HeartbeatInterval) stop naming it first (drain.go). Zero: no wait.
+	DrainDelay time.Duration
 	// RemotePollInterval bounds how late a long-polling fetch notices
 	// records committed by other agents.
 	RemotePollInterval time.Duration
@@ -185,6 +189,7 @@ func DefaultConfig() Config {
 		CacheBytes:         256 << 20,
 		HeartbeatInterval:  time.Second,
 		AgentTTL:           6 * time.Second,
+		DrainDelay:         2 * time.Second,
 		RemotePollInterval: 100 * time.Millisecond,
 		TopicCacheTTL:      time.Second,
 	}

@@ -167,6 +167,7 @@ func twoAgents(t *testing.T, ctx context.Context, opts ...func(*Config)) []*Agen
 		cfg := DefaultConfig()
 		cfg.KafkaAddr, cfg.HTTPAddr = "127.0.0.1:0", ""
 		cfg.HeartbeatInterval = 100 * time.Millisecond
+		cfg.DrainDelay = 300 * time.Millisecond
 		for _, o := range opts {
 			o(&cfg)
 		}

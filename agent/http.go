@@ -10,7 +10,8 @@ import (
 )
 
 // httpHandler serves /metrics, /healthz (the process is up) and /readyz
-// (the agent can reach its metadata store and is registered).
+// (the agent can serve produce and fetch now: it can reach its metadata
+// store and is not draining).
 func (a *Agent) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", a.Metrics())
@@ -20,10 +21,7 @@ func (a *Agent) httpHandler() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		a.connMu.Lock()
-		closing := a.closing
-		a.connMu.Unlock()
-		if closing {
+		if a.isDraining() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
 		}

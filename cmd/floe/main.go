@@ -131,7 +131,8 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "read cache budget in `bytes`")
 	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for in-flight requests")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "bound on the whole shutdown: drain, flush, in-flight requests, lease hand-offs")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on SIGTERM, how long the agent serves on after leaving the registry, so that the other agents stop naming it in Metadata first (at most half of --shutdown-grace)")
 	fs.DurationVar(&f.bucketLatency, "bucket-latency", 0, "benchmarking: add this latency to every object-store request (e.g. 100ms, like S3)")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "benchmarking: write a pprof CPU profile of the whole run to `file`")
 }

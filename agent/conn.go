@@ -34,6 +34,9 @@ type conn struct {
 	a    *Agent
 	nc   net.Conn
 	log  *slog.Logger
+	id   connIdentity // who the requests run as (principal.go)
+	// remoteHost is the peer's address without its port.
+	remoteHost string
 	zone string // client's zone from its first request's client id, if any
 	// zoneKnown: zone was set (reader-owned).
 	zoneKnown bool
@@ -102,6 +105,7 @@ func newConn(a *Agent, nc net.Conn) *conn {
 		a:           a,
 		nc:          nc,
 		log:         a.log.With("remote", nc.RemoteAddr().String()),
+		remoteHost:  remoteIP(nc),
 		queue:       make(chan *inflight, max(a.cfg.QueuedMaxRequests, 1)),
 		produceTurn: turn,
 	}

@@ -31,13 +31,13 @@ const connBufSize = 16 << 10
 // connection enqueue their batches in request order (produceTurn) so that
 // pipelined produces to a partition keep their order.
 type conn struct {
-	a    *Agent
-	nc   net.Conn
-	log  *slog.Logger
-	id   connIdentity // who the requests run as (principal.go)
+	a   *Agent
+	nc  net.Conn
+	log *slog.Logger
+	id  connIdentity // who the requests run as (principal.go)
 	// remoteHost is the peer's address without its port.
 	remoteHost string
-	zone string // client's zone from its first request's client id, if any
+	zone       string // client's zone from its first request's client id, if any
 	// zoneKnown: zone was set (reader-owned).
 	zoneKnown bool
 

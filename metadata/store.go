@@ -121,6 +121,11 @@ type Agent struct {
 	// listener at (the zone's shared read cache, agent/peer_cache.go);
 	// empty when it has none.
 	HTTPAddr string
+	// Listeners are the advertised host:port of each of the agent's
+	// Kafka listeners, by listener name (Metadata answers a client with
+	// the addresses of the listener it came in on); Host and Port are
+	// those of the first.
+	Listeners map[string]string
 	// LastHeartbeat is set by the store, from the store's clock.
 	LastHeartbeat time.Time
 }
@@ -141,6 +146,7 @@ const OffsetChunk = 1000
 // Store is the metadata store. Every method is safe for concurrent use.
 type Store interface {
 	GroupStore
+	CredentialStore
 	CompactionStore
 	ProducerStore
 	TxnStore

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"testing"
@@ -12,7 +13,8 @@ import (
 
 func register(t *testing.T, s metadata.Store, id, host string) metadata.Agent {
 	t.Helper()
-	a, err := s.RegisterAgent(ctxT(t), metadata.Agent{ID: id, Host: host, Port: 9092, Zone: "zone-" + id, HTTPAddr: host + ":8080"})
+	a, err := s.RegisterAgent(ctxT(t), metadata.Agent{ID: id, Host: host, Port: 9092, Zone: "zone-" + id, HTTPAddr: host + ":8080",
+		Listeners: map[string]string{"PLAINTEXT": host + ":9092", "SASL_SSL": host + ":9093"}})
 	if err != nil {
 		t.Fatalf("RegisterAgent(%s): %v", id, err)
 	}
@@ -36,7 +38,7 @@ func sameAgents(t *testing.T, what string, got, want []metadata.Agent) {
 	for i := range got {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || g.NodeID != w.NodeID || g.Host != w.Host || g.Port != w.Port || g.Zone != w.Zone ||
-			g.HTTPAddr != w.HTTPAddr || !g.LastHeartbeat.Equal(w.LastHeartbeat) {
+			g.HTTPAddr != w.HTTPAddr || !maps.Equal(g.Listeners, w.Listeners) || !g.LastHeartbeat.Equal(w.LastHeartbeat) {
 			t.Fatalf("%s: agent %d\ngot  %+v\nwant %+v", what, i, g, w)
 		}
 	}
@@ -49,7 +51,8 @@ func testAgents(t *testing.T, s metadata.Store) {
 	}
 	before := time.Now()
 	a := register(t, s, "a", "host-a")
-	if a.NodeID != 1 || a.ID != "a" || a.Host != "host-a" || a.Port != 9092 || a.Zone != "zone-a" || a.HTTPAddr != "host-a:8080" {
+	if a.NodeID != 1 || a.ID != "a" || a.Host != "host-a" || a.Port != 9092 || a.Zone != "zone-a" || a.HTTPAddr != "host-a:8080" ||
+		a.Listeners["SASL_SSL"] != "host-a:9093" {
 		t.Fatalf("first agent: %+v", a)
 	}
 	if d := a.LastHeartbeat.Sub(before); d < -time.Minute || d > time.Minute {

@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"GroupOffsetsChunked", testGroupOffsetsChunked},
 		{"GroupRecords", testGroupRecords},
 		{"GroupConfigs", testGroupConfigs},
+		{"ScramCredentials", testScramCredentials},
 		{"ExpireOffsets", testExpireOffsets},
 		{"CoordinatorLeases", testCoordinatorLeases},
 		{"LeaseRace", testLeaseRace},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"floe/metadata"
+	"floe/metadata/internal/sqlutil"
 )
 
 // registerAttempts bounds the retries of RegisterAgent when agents starting
@@ -16,17 +17,20 @@ const registerAttempts = 20
 // RegisterAgent implements metadata.Store in one upsert. A new ID gets the
 // smallest node id not held by any agent row; a known ID keeps its node id.
 func (s *Store) RegisterAgent(ctx context.Context, a metadata.Agent) (metadata.Agent, error) {
-	var err error
+	listeners, err := sqlutil.EncodeConfigs(a.Listeners)
+	if err != nil {
+		return metadata.Agent{}, fmt.Errorf("register agent %s: %w", a.ID, err)
+	}
 	for range registerAttempts {
-		err = s.db.Write().QueryRow(ctx, `INSERT INTO agents (id, node_id, host, port, zone, http_addr, last_heartbeat)
+		err = s.db.Write().QueryRow(ctx, `INSERT INTO agents (id, node_id, host, port, zone, http_addr, listeners, last_heartbeat)
 			VALUES ($1,
 				(SELECT min(c.n) FROM (SELECT 1 AS n UNION ALL SELECT node_id + 1 FROM agents) c
 				  WHERE NOT EXISTS (SELECT 1 FROM agents x WHERE x.node_id = c.n)),
-				$2, $3, $4, $5, `+s.d.Now()+`)
+				$2, $3, $4, $5, `+s.d.JSON("$6")+`, `+s.d.Now()+`)
 			ON CONFLICT (id) DO UPDATE
 			   SET host = excluded.host, port = excluded.port, zone = excluded.zone, http_addr = excluded.http_addr,
-			       last_heartbeat = excluded.last_heartbeat
-			RETURNING node_id, last_heartbeat`, a.ID, a.Host, a.Port, a.Zone, a.HTTPAddr).Scan(&a.NodeID, Time(&a.LastHeartbeat))
+			       listeners = excluded.listeners, last_heartbeat = excluded.last_heartbeat
+			RETURNING node_id, last_heartbeat`, a.ID, a.Host, a.Port, a.Zone, a.HTTPAddr, listeners).Scan(&a.NodeID, Time(&a.LastHeartbeat))
 		if !s.d.IsUniqueViolation(err) {
 			break
 		}
@@ -66,11 +70,18 @@ func (s *Store) LiveAgents(ctx context.Context, ttl time.Duration) ([]metadata.A
 	if _, err := s.db.Write().Exec(ctx, `DELETE FROM agents WHERE last_heartbeat <= `+cutoff, ttl.Microseconds()); err != nil {
 		return nil, fmt.Errorf("live agents: %w", err)
 	}
-	rows, err := s.db.Read().Query(ctx, `SELECT id, node_id, host, port, zone, http_addr, last_heartbeat FROM agents
-		WHERE last_heartbeat > `+cutoff+` ORDER BY node_id`, ttl.Microseconds())
+	rows, err := s.db.Read().Query(ctx, `SELECT id, node_id, host, port, zone, http_addr, `+s.d.JSONText("listeners")+`, last_heartbeat
+		FROM agents WHERE last_heartbeat > `+cutoff+` ORDER BY node_id`, ttl.Microseconds())
 	as, err := collect(rows, err, func(r Row) (metadata.Agent, error) {
 		var a metadata.Agent
-		err := r.Scan(&a.ID, &a.NodeID, &a.Host, &a.Port, &a.Zone, &a.HTTPAddr, Time(&a.LastHeartbeat))
+		var listeners string
+		if err := r.Scan(&a.ID, &a.NodeID, &a.Host, &a.Port, &a.Zone, &a.HTTPAddr, &listeners, Time(&a.LastHeartbeat)); err != nil {
+			return a, err
+		}
+		ls, err := sqlutil.DecodeConfigs(listeners)
+		if len(ls) > 0 {
+			a.Listeners = ls
+		}
 		return a, err
 	})
 	if err != nil {

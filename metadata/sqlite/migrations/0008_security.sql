@@ -1,0 +1,17 @@
+-- 0008: SASL/SCRAM credentials (RFC 5802 server keys, never passwords),
+-- one row per user and mechanism; and the advertised address of each of
+-- an agent's Kafka listeners, a JSON object of listener name to
+-- host:port, so that Metadata answers a client with the listener it came
+-- in on. Agents that predate the column register without it and get '{}'.
+
+CREATE TABLE scram_credentials (
+    user_name  TEXT    NOT NULL,
+    mechanism  TEXT    NOT NULL,
+    salt       BLOB    NOT NULL,
+    iterations INTEGER NOT NULL,
+    stored_key BLOB    NOT NULL,
+    server_key BLOB    NOT NULL,
+    PRIMARY KEY (user_name, mechanism)
+) WITHOUT ROWID;
+
+ALTER TABLE agents ADD COLUMN listeners TEXT NOT NULL DEFAULT '{}';

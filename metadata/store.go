@@ -147,6 +147,7 @@ const OffsetChunk = 1000
 type Store interface {
 	GroupStore
 	CredentialStore
+	ACLStore
 	CompactionStore
 	ProducerStore
 	TxnStore

@@ -70,6 +70,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"GroupRecords", testGroupRecords},
 		{"GroupConfigs", testGroupConfigs},
 		{"ScramCredentials", testScramCredentials},
+		{"ACLs", testACLs},
+		{"ACLsConcurrent", testACLsConcurrent},
 		{"ExpireOffsets", testExpireOffsets},
 		{"CoordinatorLeases", testCoordinatorLeases},
 		{"LeaseRace", testLeaseRace},

@@ -201,6 +201,16 @@ image:
 	cp /etc/ssl/certs/ca-certificates.crt deploy/image/
 	docker build -f deploy/Dockerfile -t floe:dev deploy/image
 
+## compose-test: deploy/docker-compose.yml end to end (not part of make test; a Docker engine at
+## DOCKER_HOST, root): local stand-ins for postgres:15, minio/minio and minio/mc when no registry is
+## reachable, up, three brokers listed, records produced with acks=all and consumed in a group,
+## the compactor's jobs, the agents restarted, down -v (deploy/compose/test.sh)
+COMPOSE_DOCKER ?= docker
+.PHONY: compose-test
+compose-test: minio
+	PATH="$(dir $(shell command -v $(COMPOSE_DOCKER))):$$PATH" $(MAKE) image
+	DOCKER=$(COMPOSE_DOCKER) FLOE_TOOLS=$(TOOLS) MINIO_BIN=$(abspath $(MINIO_BIN)) deploy/compose/test.sh
+
 ## kcat: install Debian's kcat (librdkafka) when missing
 kcat:
 	@command -v kcat >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y kcat; }

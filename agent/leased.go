@@ -23,8 +23,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"hash/fnv"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,21 +33,10 @@ import (
 )
 
 // coordinatorFor is the live agent that should coordinate key (a group id
-// or a transactional id): the highest FNV hash of (key, node id), so
-// losing or adding an agent moves only the keys it owned or now owns.
+// or a transactional id), by rendezvous hashing, so losing or adding an
+// agent moves only the keys it owned or now owns.
 func (a *Agent) coordinatorFor(key string) metadata.Agent {
-	live := a.liveAgents()
-	best, bestH := live[0], uint64(0)
-	for i, l := range live {
-		h := fnv.New64a()
-		h.Write([]byte(key))
-		h.Write([]byte{0})
-		h.Write([]byte(strconv.Itoa(int(l.NodeID))))
-		if v := h.Sum64(); i == 0 || v > bestH {
-			best, bestH = l, v
-		}
-	}
-	return best
+	return rendezvous(key, a.liveAgents())
 }
 
 // leaseState is the lease bookkeeping every leased entry embeds. Its mu is

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -247,4 +248,30 @@ func NewObjectKey() string {
 	_, _ = rand.Read(rnd[:])
 	suffix := hex.EncodeToString(rnd[:])
 	return fmt.Sprintf("objects/%s/%013d-%s", suffix[:2], time.Now().UnixMilli(), suffix)
+}
+
+// IsObjectKey reports whether key has the form NewObjectKey gives, so that
+// a range asked for by key from outside (another agent, over HTTP) names
+// one of floe's objects and nothing else in the bucket or, with a file
+// bucket, on the disk.
+func IsObjectKey(key string) bool {
+	const prefix = "objects/"
+	rest, ok := strings.CutPrefix(key, prefix)
+	// "xx/" + 13 digits + "-" + 16 hex = 33 bytes.
+	if !ok || len(rest) != 33 || rest[2] != '/' || rest[16] != '-' || rest[:2] != rest[17:19] {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		switch {
+		case i == 2 || i == 16:
+		case i > 2 && i < 16:
+			if c < '0' || c > '9' {
+				return false
+			}
+		case (c < '0' || c > '9') && (c < 'a' || c > 'f'):
+			return false
+		}
+	}
+	return true
 }

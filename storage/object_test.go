@@ -242,6 +242,9 @@ func TestNewObjectKey(t *testing.T) {
 		if m[1] != m[2][:2] {
 			t.Fatalf("key %q: prefix is not the first random byte", k)
 		}
+		if !IsObjectKey(k) {
+			t.Fatalf("IsObjectKey(%q) = false", k)
+		}
 		if seen[k] {
 			t.Fatalf("duplicate key %q", k)
 		}
@@ -252,6 +255,28 @@ func TestNewObjectKey(t *testing.T) {
 	// a probability far below 1e-9.
 	if len(prefixes) < 200 {
 		t.Fatalf("1000 keys used only %d prefixes", len(prefixes))
+	}
+}
+
+func TestIsObjectKeyRefuses(t *testing.T) {
+	good := "objects/ab/1764590000000-ab0123456789cdef"
+	if !IsObjectKey(good) {
+		t.Fatalf("IsObjectKey(%q) = false", good)
+	}
+	for _, k := range []string{
+		"", "objects/", good + "0", good[:len(good)-1], "x" + good[1:],
+		"objects/ab/1764590000000-cd0123456789cdef", // prefix is not the first random byte
+		"objects/AB/1764590000000-AB0123456789cdef", // upper case hex
+		"objects/ab/17645900000a0-ab0123456789cdef", // not a digit
+		"objects/ab/1764590000000_ab0123456789cdef",
+		"objects/ab/1764590000000-ab0123456789cdeg",
+		"objects/ab/../../../etc/passwd-ab012345678",
+		"objects/ab\\1764590000000-ab0123456789cdef",
+		"iceberg/ab/1764590000000-ab0123456789cdef",
+	} {
+		if IsObjectKey(k) {
+			t.Errorf("IsObjectKey(%q) = true", k)
+		}
 	}
 }
 

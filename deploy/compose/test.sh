@@ -103,10 +103,10 @@ wait_ready() {
 }
 wait_ready 8080 8082 8083 8081
 say "all /readyz 200 (agents :8080 :8082 :8083, compactor :8081) $(since "$t") after up"
-compose ps
+compose ps -a
 
 # The bucket job must have finished with 0 (agents depend on it).
-bucket_id=$(compose ps -q bucket)
+bucket_id=$(compose ps -a -q bucket)
 code=$("$DOCKER" inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$bucket_id")
 [ "$code" = "exited 0" ] || { say "bucket job: $code, want exited 0"; exit 1; }
 
@@ -125,6 +125,11 @@ if command -v kcat >/dev/null; then
 	nb=$(kcat -b localhost:9092 -L -m 10 | awk '/ brokers:/ { print $1 }')
 	say "kcat -L: $nb brokers"
 	[ "$nb" = 3 ] || { say "kcat lists $nb brokers, want 3"; exit 1; }
+	# librdkafka too, on a topic created on first use (FLOE_AUTO_CREATE_TOPICS).
+	seq 1 100 | kcat -b localhost:9092 -P -t "$topic-kcat" -X acks=all
+	got=$(kcat -b localhost:9093 -C -t "$topic-kcat" -o beginning -e -q | wc -l)
+	say "kcat: 100 produced with acks=all to auto-created $topic-kcat, $got consumed"
+	[ "$got" = 100 ] || { say "kcat consumed $got of 100"; exit 1; }
 fi
 
 # The compactor: its jobs ran against PostgreSQL and MinIO without error

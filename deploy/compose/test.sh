@@ -16,7 +16,8 @@
 # (standin-images.sh). STANDINS=0 runs only with what is there (pulled).
 #
 # Variables: DOCKER (docker CLI, default docker), COMPOSE (compose command;
-# default `docker compose` if that plugin works, else docker-compose),
+# default `docker compose`: the installed plugin, else one built by
+# compose-plugin.sh; COMPOSE_PLUGIN=0 falls back to docker-compose instead),
 # N (records, default 2000), KEEP=1 (leave the stack up), PROJECT (compose
 # project name, default floe-compose-test).
 set -euo pipefail
@@ -28,20 +29,53 @@ PROJECT=${PROJECT:-floe-compose-test}
 export AWS_EC2_METADATA_DISABLED=true
 export DOCKER
 
-if [ -n "${COMPOSE:-}" ]; then
-	read -r -a compose_cmd <<<"$COMPOSE"
-elif "$DOCKER" compose version >/dev/null 2>&1; then
-	compose_cmd=("$DOCKER" compose)
-elif command -v docker-compose >/dev/null; then
-	compose_cmd=(docker-compose)
-else
-	echo "compose-test: neither '$DOCKER compose' nor docker-compose works" >&2
-	exit 1
-fi
 compose() { "${compose_cmd[@]}" -p "$PROJECT" -f "$FILE" "$@"; }
 say() { echo "compose-test: $*"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+up=0 ok=0 tmp=$(mktemp -d)
+cleanup() {
+	if [ "$up" = 1 ]; then
+		if [ "$ok" != 1 ]; then
+			say "FAILED; the stack's state and logs:"
+			compose ps -a || true
+			compose logs --no-color --tail=60 || true
+		fi
+		if [ "${KEEP:-}" = 1 ]; then
+			say "KEEP=1: the stack stays up; ${DOCKER_CONFIG:+DOCKER_CONFIG=$DOCKER_CONFIG }${compose_cmd[*]} -p $PROJECT -f $FILE down -v"
+		else
+			t=$(now)
+			compose down -v --remove-orphans >/dev/null 2>&1 || compose down -v
+			say "down -v in $(since "$t")"
+		fi
+	fi
+	[ "${KEEP:-}" = 1 ] && [ "$up" = 1 ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Compose: COMPOSE if set; else the `docker compose` plugin; else Compose
+# v2 built from its Go module (compose-plugin.sh, cached) and handed to the
+# CLI through a DOCKER_CONFIG of this run's own; with COMPOSE_PLUGIN=0,
+# docker-compose (v1) instead.
+if [ -n "${COMPOSE:-}" ]; then
+	read -r -a compose_cmd <<<"$COMPOSE"
+elif "$DOCKER" compose version >/dev/null 2>&1; then
+	compose_cmd=("$DOCKER" compose)
+elif [ "${COMPOSE_PLUGIN:-1}" = 1 ]; then
+	plugin=$("$ROOT/deploy/compose/compose-plugin.sh")
+	conf=${DOCKER_CONFIG:-$HOME/.docker}
+	mkdir -p "$tmp/docker/cli-plugins"
+	[ ! -f "$conf/config.json" ] || cp "$conf/config.json" "$tmp/docker/"
+	ln -s "$plugin" "$tmp/docker/cli-plugins/docker-compose"
+	export DOCKER_CONFIG=$tmp/docker
+	compose_cmd=("$DOCKER" compose)
+elif command -v docker-compose >/dev/null; then
+	compose_cmd=(docker-compose)
+else
+	say "neither '$DOCKER compose' nor docker-compose works"
+	exit 1
+fi
 
 say "compose: ${compose_cmd[*]} ($("${compose_cmd[@]}" version 2>/dev/null | head -1))"
 "$DOCKER" info >/dev/null 2>&1 || { say "no Docker engine answers ($DOCKER info fails)"; exit 1; }
@@ -64,26 +98,10 @@ done
 [ -z "$missing" ] || { say "images missing:$missing (make image; standin-images.sh)"; exit 1; }
 say "images ready in $(since "$t")"
 
-ok=0
-cleanup() {
-	if [ "$ok" != 1 ]; then
-		say "FAILED; the stack's state and logs:"
-		compose ps || true
-		compose logs --no-color --tail=60 || true
-	fi
-	rm -rf "${tmp:-/nonexistent}"
-	if [ "${KEEP:-}" = 1 ]; then
-		say "KEEP=1: the stack stays up; ${compose_cmd[*]} -p $PROJECT -f $FILE down -v"
-	else
-		t=$(now)
-		compose down -v --remove-orphans >/dev/null 2>&1 || compose down -v
-		say "down -v in $(since "$t")"
-	fi
-}
-trap cleanup EXIT
 
 t=$(now)
 # up -d waits for postgres to be healthy and the bucket job to finish.
+up=1
 timeout 300 "${compose_cmd[@]}" -p "$PROJECT" -f "$FILE" up -d
 say "up -d returned in $(since "$t")"
 
@@ -110,7 +128,6 @@ bucket_id=$(compose ps -a -q bucket)
 code=$("$DOCKER" inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$bucket_id")
 [ "$code" = "exited 0" ] || { say "bucket job: $code, want exited 0"; exit 1; }
 
-tmp=$(mktemp -d)
 (cd "$ROOT" && go build -o "$tmp/roundtrip" ./deploy/compose/roundtrip)
 topic=compose-test-$(date +%s)
 roundtrip() {

@@ -60,7 +60,8 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 	// addresses (departed.go).
 	for _, l := range append(slices.Clip(live), a.departedBrokers(live, r.c.zone)...) {
 		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = l.NodeID, l.Host, l.Port
+		b.NodeID = l.NodeID
+		b.Host, b.Port = brokerAddr(l, r.c.listenerName())
 		if l.Zone != "" {
 			z := l.Zone
 			b.Rack = &z

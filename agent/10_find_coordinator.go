@@ -33,7 +33,8 @@ func (a *Agent) handleFindCoordinator(_ context.Context, r *request) (kmsg.Respo
 			return -1, "", -1, kerr.InvalidRequest
 		}
 		o := a.coord.ownerOf(key)
-		return o.NodeID, o.Host, o.Port, nil
+		host, port := brokerAddr(o, r.c.listenerName())
+		return o.NodeID, host, port, nil
 	}
 	if req.Version < 4 {
 		node, host, port, err := find(req.CoordinatorKey)

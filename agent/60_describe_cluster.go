@@ -24,7 +24,8 @@ func (a *Agent) handleDescribeCluster(_ context.Context, r *request) (kmsg.Respo
 	resp.ClusterAuthorizedOperations = -2147483648
 	for _, l := range live {
 		b := kmsg.NewDescribeClusterResponseBroker()
-		b.NodeID, b.Host, b.Port = l.NodeID, l.Host, l.Port
+		b.NodeID = l.NodeID
+		b.Host, b.Port = brokerAddr(l, r.c.listenerName())
 		if l.Zone != "" {
 			z := l.Zone
 			b.Rack = &z

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,11 +41,15 @@ type Agent struct {
 	coord       *coordinator    // consumer groups this agent coordinates
 	txn         *txnCoordinator // transactional ids this agent coordinates
 
-	id     string
-	self   metadata.Agent // registered identity, NodeID set by the store
-	ln     net.Listener
-	httpLn net.Listener
-	httpSv *http.Server
+	id    string
+	self  metadata.Agent // registered identity, NodeID set by the store
+	lns   []*listener    // the Kafka listeners, in configured order
+	tls   *tlsFiles      // the TLS listeners' certificates
+	oauth *oauthVerifier // checks OAUTHBEARER tokens; nil without a JWKS
+	// authFails counts failed SASL authentications by remote address.
+	authFails authFailures
+	httpLn    net.Listener
+	httpSv    *http.Server
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -120,8 +123,9 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 // ID is this agent process's unique id in the agent registry.
 func (a *Agent) ID() string { return a.id }
 
-// KafkaAddr is the address the Kafka listener is bound to (after Start).
-func (a *Agent) KafkaAddr() string { return a.ln.Addr().String() }
+// KafkaAddr is the address the first Kafka listener is bound to (after
+// Start).
+func (a *Agent) KafkaAddr() string { return a.lns[0].ln.Addr().String() }
 
 // HTTPAddr is the address the HTTP listener is bound to (after Start), or "".
 func (a *Agent) HTTPAddr() string {
@@ -137,25 +141,30 @@ func (a *Agent) NodeID() int32 { return a.self.NodeID }
 // Start binds the listeners, registers the agent in the store and launches
 // the accept, flush, heartbeat and HTTP loops.
 func (a *Agent) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.cfg.KafkaAddr)
-	if err != nil {
-		return fmt.Errorf("listen kafka %s: %w", a.cfg.KafkaAddr, err)
+	if err := a.cfg.checkListeners(); err != nil {
+		return err
 	}
-	a.ln = ln
+	var err error
+	if a.tls, err = newTLSFiles(a.cfg.Security, a.log); err != nil {
+		return err
+	}
+	if a.cfg.Security.OAuth.JWKS != "" {
+		if a.oauth, err = newOAuthVerifier(ctx, a.cfg.Security.OAuth, a.log); err != nil {
+			return err
+		}
+	}
+	if err := a.listen(); err != nil {
+		return err
+	}
 	if a.cfg.HTTPAddr != "" {
 		hl, err := net.Listen("tcp", a.cfg.HTTPAddr)
 		if err != nil {
-			ln.Close()
+			a.closeListeners()
 			return fmt.Errorf("listen http %s: %w", a.cfg.HTTPAddr, err)
 		}
 		a.httpLn = hl
 	}
-	host, port, err := a.advertised()
-	if err != nil {
-		a.closeListeners()
-		return err
-	}
-	self, err := a.store.RegisterAgent(ctx, metadata.Agent{ID: a.id, Host: host, Port: port, Zone: a.cfg.Zone})
+	self, err := a.store.RegisterAgent(ctx, a.registration())
 	if err != nil {
 		a.closeListeners()
 		return fmt.Errorf("register agent: %w", err)
@@ -172,9 +181,16 @@ func (a *Agent) Start(ctx context.Context) error {
 
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.batcher.start()
-	a.wg.Add(2)
-	go a.acceptLoop()
+	for _, l := range a.lns {
+		a.wg.Add(1)
+		go a.acceptLoop(l)
+	}
+	a.wg.Add(1)
 	go a.heartbeatLoop()
+	if a.oauth != nil {
+		a.wg.Add(1)
+		go func() { defer a.wg.Done(); a.oauth.refreshLoop(a.ctx) }()
+	}
 	a.wg.Add(1)
 	go a.coord.run()
 	a.wg.Add(1)
@@ -189,34 +205,18 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	a.log.Info("agent started", "agent_id", a.id, "node_id", self.NodeID,
-		"kafka_addr", a.KafkaAddr(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "http_addr", a.HTTPAddr())
+	for _, l := range a.lns {
+		a.log.Info("listening", "listener", l.cfg.Name, "protocol", l.cfg.Protocol, "addr", l.ln.Addr().String(),
+			"advertised", self.Listeners[l.cfg.Name])
+	}
+	a.log.Info("agent started", "agent_id", a.id, "node_id", self.NodeID, "http_addr", a.HTTPAddr())
 	return nil
 }
 
-func (a *Agent) advertised() (string, int32, error) {
-	addr := a.cfg.AdvertiseAddr
-	if addr == "" {
-		addr = a.ln.Addr().String()
-	}
-	host, ps, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("advertise address %q: %w", addr, err)
-	}
-	port, err := strconv.Atoi(ps)
-	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("advertise address %q: bad port", addr)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		// A wildcard bind cannot be dialled by clients; advertise loopback
-		// unless an address was given explicitly.
-		host = "127.0.0.1"
-	}
-	return host, int32(port), nil
-}
-
 func (a *Agent) closeListeners() {
-	a.ln.Close()
+	for _, l := range a.lns {
+		l.ln.Close()
+	}
 	if a.httpLn != nil {
 		a.httpLn.Close()
 	}
@@ -238,7 +238,9 @@ func (a *Agent) Close(ctx context.Context) error {
 	close(a.stopping)
 	a.reqBudget.wake()
 	a.fetchBudget.wake()
-	a.ln.Close()
+	for _, l := range a.lns {
+		l.ln.Close()
+	}
 	// Let connections finish the requests they already read, then close them.
 	a.connMu.Lock()
 	for c := range a.conns {
@@ -310,10 +312,10 @@ func (a *Agent) isClosing() bool {
 	}
 }
 
-func (a *Agent) acceptLoop() {
+func (a *Agent) acceptLoop(l *listener) {
 	defer a.wg.Done()
 	for {
-		nc, err := a.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -339,7 +341,7 @@ func (a *Agent) acceptLoop() {
 			a.limitHit(over, "remote", nc.RemoteAddr().String(), "max", limit)
 			continue
 		}
-		c := newConn(a, nc)
+		c := newConn(a, l, nc)
 		a.conns[c] = struct{}{}
 		a.connsPerIP[ip]++
 		a.connWG.Add(1)
@@ -432,8 +434,10 @@ func (a *Agent) liveAgents() []metadata.Agent {
 	a.viewMu.Lock()
 	live := a.live
 	a.viewMu.Unlock()
-	if len(live) > 0 && a.isDraining() {
-		return live
+	if a.isDraining() {
+		if others := withoutAgent(live, a.id); len(others) > 0 {
+			return others
+		}
 	}
 	for _, l := range live {
 		if l.ID == a.id {

@@ -76,6 +76,14 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleListTransactions(ctx, r)
 	case kmsg.DeleteRecords:
 		return a.handleDeleteRecords(ctx, r)
+	case kmsg.SASLHandshake:
+		return a.handleSaslHandshake(ctx, r)
+	case kmsg.SASLAuthenticate:
+		return a.handleSaslAuthenticate(ctx, r)
+	case kmsg.DescribeUserSCRAMCredentials:
+		return a.handleDescribeUserScramCredentials(ctx, r)
+	case kmsg.AlterUserSCRAMCredentials:
+		return a.handleAlterUserScramCredentials(ctx, r)
 	case kmsg.DescribeCluster:
 		return a.handleDescribeCluster(ctx, r)
 	case kmsg.OffsetCommit:

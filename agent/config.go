@@ -20,6 +20,11 @@ type Config struct {
 	// AdvertiseAddr is the host:port put in Metadata responses; empty means
 	// the Kafka listener's own address.
 	AdvertiseAddr string
+	// Listeners are the Kafka listeners (listeners.go); empty means one
+	// PLAINTEXT listener on KafkaAddr, advertised as AdvertiseAddr.
+	Listeners []Listener
+	// Security configures TLS and SASL for the listeners that use them.
+	Security SecurityConfig
 	// Zone is the availability zone this agent runs in; clients that name a
 	// zone in their client id (floe_az=ZONE) are pointed at agents in it.
 	Zone string
@@ -215,4 +220,39 @@ func DevConfig() Config {
 	// retention.ms or retention.bytes itself.
 	c.TopicDefaults.Retention = -time.Millisecond
 	return c
+}
+
+// SecurityConfig is how the TLS and SASL listeners authenticate clients.
+type SecurityConfig struct {
+	// TLSCert and TLSKey are PEM files of the listeners' certificate
+	// (chain) and key, TLSClientCA the CAs client certificates must chain
+	// to; all are read again when they change (tls.go).
+	TLSCert, TLSKey, TLSClientCA string
+	// ClientAuth is Kafka's ssl.client.auth: ClientAuthNone, Requested or
+	// Required; empty means required when TLSClientCA is set. A verified
+	// client certificate makes the principal of an SSL listener's
+	// connection "User:" + its subject's distinguished name.
+	ClientAuth string
+	// SASLMechanisms are the mechanisms SASL listeners offer (sasl.go).
+	SASLMechanisms []string
+	// SessionLifetime is Kafka's connections.max.reauth.ms (KIP-368): a
+	// SASL session lasts this long, after which the client must
+	// re-authenticate on the connection or lose it; zero means forever.
+	SessionLifetime time.Duration
+	// OAuth validates OAUTHBEARER tokens.
+	OAuth OAuthConfig
+}
+
+// OAuthConfig is how OAUTHBEARER tokens (JWTs) are checked: signed by a
+// key of the JWKS, from Issuer, for Audience, not expired.
+type OAuthConfig struct {
+	// JWKS is a JSON Web Key Set: a file, or an http(s) URL fetched at
+	// start and again every JWKSRefresh.
+	JWKS        string
+	JWKSRefresh time.Duration
+	Issuer      string
+	Audience    string
+	// SubClaim names the claim whose value is the principal's name
+	// (Kafka's sasl.oauthbearer.sub.claim.name, "sub").
+	SubClaim string
 }

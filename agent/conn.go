@@ -32,9 +32,13 @@ const connBufSize = 16 << 10
 // pipelined produces to a partition keep their order.
 type conn struct {
 	a   *Agent
+	ln  *listener // the listener it came in on
 	nc  net.Conn
 	log *slog.Logger
 	id  connIdentity // who the requests run as (principal.go)
+	// sasl is the authentication state of a SASL listener's connection
+	// (sasl.go), nil on other listeners; reader-owned.
+	sasl *saslConn
 	// remoteHost is the peer's address without its port.
 	remoteHost string
 	zone       string // client's zone from its first request's client id, if any
@@ -92,18 +96,23 @@ type inflight struct {
 	hdr   kafkaproto.RequestHeader
 	done  chan struct{}
 	resp  kmsg.Response // nil: send nothing (acks=0 produce)
-	err   error         // non-nil: close the connection
+	// raw, when set, is sent as a bare size-prefixed token instead of
+	// resp (SASL after a v0 handshake).
+	raw []byte
+	err error // non-nil: close the connection
 	// answer and fetchHeld: see request; the writer releases them.
 	answer    answerParts
 	fetchHeld int64
 }
 
-func newConn(a *Agent, nc net.Conn) *conn {
+func newConn(a *Agent, l *listener, nc net.Conn) *conn {
 	turn := make(chan struct{})
 	close(turn)
 	return &conn{
 		a:           a,
+		ln:          l,
 		nc:          nc,
+		sasl:        saslFor(l),
 		log:         a.log.With("remote", nc.RemoteAddr().String()),
 		remoteHost:  remoteIP(nc),
 		queue:       make(chan *inflight, max(a.cfg.QueuedMaxRequests, 1)),
@@ -128,6 +137,10 @@ func (c *conn) close() { c.closeOnce.Do(func() { c.nc.Close() }) }
 func (c *conn) serve() {
 	c.a.metrics.connections.Inc()
 	defer c.a.metrics.connections.Dec()
+	if !c.tlsHandshake() {
+		c.close()
+		return
+	}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -157,6 +170,20 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		if s := c.sasl; s != nil && s.v0 && s.ex != nil {
+			// A raw token after a v0 handshake: no Kafka header.
+			answer, ok := c.saslStep(frame)
+			f := &inflight{frame: h, raw: append([]byte{}, answer...), done: make(chan struct{})}
+			if !ok {
+				f.raw, f.err = nil, errSASLClose // v0 failures just close
+			}
+			close(f.done)
+			c.enqueue(f)
+			if !ok {
+				return
+			}
+			continue
+		}
 		hdr, body, err := kafkaproto.ParseRequestHeader(frame)
 		if err != nil {
 			h.unref()
@@ -185,6 +212,20 @@ func (c *conn) readLoop() {
 			h.unref()
 			c.log.Warn("closing connection: malformed request", "api_key", hdr.APIKey, "version", hdr.APIVersion, "err", err)
 			return
+		}
+		if c.sasl != nil {
+			handled, err := c.saslGate(f, req)
+			if handled {
+				if f.resp == nil && err != nil {
+					f.err = err // refused: close without an answer
+				}
+				close(f.done)
+				c.enqueue(f)
+				if err != nil {
+					return
+				}
+				continue
+			}
 		}
 		r := &request{c: c, hdr: hdr, req: req, frame: h}
 		if hdr.APIKey == int16(kmsg.Produce) {
@@ -471,6 +512,15 @@ func (c *conn) writeLoop() {
 // parts are the writer's scratch, returned for the next answer.
 func (c *conn) writeAnswer(bw *bufio.Writer, buf []byte, parts [][]byte, f *inflight, broken *bool) ([]byte, [][]byte) {
 	if *broken {
+		return buf, parts
+	}
+	if f.raw != nil {
+		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(f.raw)))
+		buf = append(buf, f.raw...)
+		if _, err := bw.Write(buf); err != nil {
+			*broken = true
+			c.close()
+		}
 		return buf, parts
 	}
 	if f.err != nil || (f.resp == nil && f.hdr.APIKey != int16(kmsg.Produce)) {

@@ -13,18 +13,67 @@ import (
 
 // rawConn is a bare Kafka connection for requests no client would send.
 type rawConn struct {
-	t *testing.T
-	c net.Conn
+	t    *testing.T
+	c    net.Conn
+	corr int32 // of try's last request
 }
 
-func dialRaw(t *testing.T, ta *testAgent) *rawConn {
+func dialRaw(t *testing.T, ta *testAgent) *rawConn { return dialRawAddr(t, ta.KafkaAddr()) }
+
+func dialRawAddr(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.Dial("tcp", ta.KafkaAddr())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return &rawConn{t: t, c: c}
+}
+
+// try sends req (at its version) and decodes its answer.
+func (rc *rawConn) try(req kmsg.Request) (kmsg.Response, error) {
+	rc.corr++
+	if _, err := rc.c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, req, rc.corr)); err != nil {
+		return nil, err
+	}
+	_, b, err := rc.read()
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind()
+	if resp.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
+		_, n := binary.Uvarint(b) // the header's empty tag section
+		b = b[n:]
+	}
+	return resp, resp.ReadFrom(b)
+}
+
+func (rc *rawConn) roundTrip(req kmsg.Request) kmsg.Response {
+	rc.t.Helper()
+	resp, err := rc.try(req)
+	if err != nil {
+		rc.t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp
+}
+
+// rawToken sends a bare SASL token (after a v0 handshake) and returns the
+// bare answer.
+func (rc *rawConn) rawToken(tok []byte) []byte {
+	rc.t.Helper()
+	if _, err := rc.c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...)); err != nil {
+		rc.t.Fatal(err)
+	}
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(rc.c, size[:]); err != nil {
+		rc.t.Fatal(err)
+	}
+	ans := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(rc.c, ans); err != nil {
+		rc.t.Fatal(err)
+	}
+	return ans
 }
 
 // send writes req at version with correlation id corr.

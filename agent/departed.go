@@ -83,7 +83,7 @@ func (a *Agent) departedBrokers(live []metadata.Agent, zone string) []metadata.A
 	out := make([]metadata.Agent, 0, len(ids))
 	for _, id := range ids {
 		t := targets[int(uint32(id)%uint32(len(targets)))]
-		out = append(out, metadata.Agent{ID: t.ID, NodeID: id, Host: t.Host, Port: t.Port, Zone: t.Zone})
+		out = append(out, metadata.Agent{ID: t.ID, NodeID: id, Host: t.Host, Port: t.Port, Zone: t.Zone, Listeners: t.Listeners})
 	}
 	return out
 }

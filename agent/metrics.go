@@ -39,6 +39,8 @@ type metrics struct {
 	bucketSeconds     *prometheus.HistogramVec
 	liveAgents        prometheus.Gauge
 	limitHits         *prometheus.CounterVec
+	authSuccesses     *prometheus.CounterVec
+	authFailures      *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -68,11 +70,14 @@ func newMetrics() *metrics {
 		bucketSeconds:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_storage_request_duration_seconds", Help: "Object store request latency, by operation.", Buckets: latency}, []string{"op"}),
 		liveAgents:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_live_agents", Help: "Live agents in the cluster as last seen."}),
 		limitHits:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_limit_hits_total", Help: "Requests or connections refused, cut or clamped by a configured limit, by limit."}, []string{"limit"}),
+		authSuccesses:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentications_total", Help: "Successful SASL authentications (re-authentications included), by mechanism."}, []string{"mechanism"}),
+		authFailures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentication_failures_total", Help: "Failed SASL authentications, by mechanism."}, []string{"mechanism"}),
 	}
 	m.reg.MustRegister(m.connections, m.requestBytes, m.responseBytes, m.requestSeconds,
 		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.headReads, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
 		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents, m.limitHits,
+		m.authSuccesses, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

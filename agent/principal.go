@@ -5,7 +5,10 @@ package agent
 // replaces it, and re-authentication (KIP-368) may replace it again while
 // requests run, so it is read atomically.
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // anonymous is the principal of an unauthenticated connection, as Kafka
 // names it (KafkaPrincipal.ANONYMOUS).
@@ -15,6 +18,9 @@ const anonymous = "User:ANONYMOUS"
 type identity struct {
 	// principal in Kafka's "Type:name" form, e.g. "User:alice".
 	principal string
+	// expires is when the credential that proved it ends (an OAUTHBEARER
+	// token's expiry), zero when it does not.
+	expires time.Time
 }
 
 var anonymousIdentity = &identity{principal: anonymous}

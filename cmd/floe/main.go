@@ -34,6 +34,7 @@ Usage:
   floe agent [flags]   run an agent against a shared metadata store and bucket
   floe compactor [flags]  merge objects, apply retention, collect garbage
   floe bench MODE      load-test a broker: produce, consume or e2e, with baselines
+  floe user VERB       add, delete or list SASL/SCRAM users in the metadata store
 
 Run 'floe <command> --help' for the flags of a command. Every flag can also
 be set through the environment as FLOE_<NAME> (e.g. --flush-interval is
@@ -90,6 +91,8 @@ type agentFlags struct {
 	compactor *compactorFlags
 	// iceberg configures the Iceberg catalog the agent serves at /iceberg.
 	iceberg *icebergFlags
+	// sec holds the listener, TLS and SASL flags (security.go).
+	sec securityFlags
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
@@ -141,6 +144,9 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 // start with them.
 func (f *agentFlags) check() error {
 	c := &f.cfg
+	if err := f.sec.apply(c); err != nil {
+		return err
+	}
 	switch {
 	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return errors.New("--group-min-session-timeout must be positive and at most --group-max-session-timeout")
@@ -213,6 +219,7 @@ func runDev(args []string) error {
 	fs := newFlagSet("dev", "Runs one agent on embedded stores: metadata in SQLite (DIR/meta.db) and\nobjects in a directory (DIR/objects). Nothing else to install or start.")
 	dataDir := fs.String("data-dir", "./floe-data", "`directory` holding the metadata database and the objects")
 	f.register(fs)
+	f.sec.register(fs, &f.cfg, true)
 	f.compactor = devCompactorFlags()
 	f.compactor.register(fs, "compactor-")
 	f.iceberg = devIcebergFlags()
@@ -240,6 +247,7 @@ func runAgent(args []string) error {
 	metaURL := fs.String("metadata", "", "metadata store `URL`: postgres://user:pass@host:port/db or sqlite://PATH")
 	bucketURL := fs.String("bucket", "", "bucket `URL`: s3://BUCKET[/prefix]?endpoint=URL&region=R, file://DIR or mem://")
 	f.register(fs)
+	f.sec.register(fs, &f.cfg, false)
 	f.iceberg = defaultIcebergFlags()
 	f.iceberg.register(fs, false)
 	if err := parse(fs, args); err != nil {
@@ -269,6 +277,11 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 		return err
 	}
 	defer closeStores()
+	if f.sec.devAuth {
+		if err := ensureDevAdmin(ctx, store, log); err != nil {
+			return err
+		}
+	}
 	if f.bucketLatency > 0 {
 		bucket = &faulty.Bucket{Bucket: bucket, Latency: f.bucketLatency}
 	}

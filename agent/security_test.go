@@ -1,0 +1,559 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// testPKI is a CA with a server certificate for 127.0.0.1 and a client
+// certificate, as PEM files.
+type testPKI struct {
+	dir                       string
+	caFile, certFile, keyFile string
+	clientCert, clientKey     string
+	ca                        *x509.Certificate
+	caKey                     *ecdsa.PrivateKey
+	caPool                    *x509.CertPool
+	clientPair                tls.Certificate
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir()}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "floe test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ca, _ = x509.ParseCertificate(der)
+	p.caKey = caKey
+	p.caPool = x509.NewCertPool()
+	p.caPool.AddCert(p.ca)
+	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", der)
+	p.certFile, p.keyFile = p.issue(t, "server", 2, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = p.issue(t, "client", 3, pkix.Name{CommonName: "alice", Organization: []string{"floe"}}, x509.ExtKeyUsageClientAuth)
+	p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
+	t.Helper()
+	f := filepath.Join(p.dir, name)
+	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// issue signs a certificate; the files are written to a temporary name
+// and renamed, as a certificate manager does.
+func (p *testPKI) issue(t *testing.T, name string, serial int64, subj pkix.Name, usage x509.ExtKeyUsage) (string, string) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: subj,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	cert, k := p.write(t, name+".pem.tmp", "CERTIFICATE", der), p.write(t, name+"-key.pem.tmp", "EC PRIVATE KEY", kder)
+	for _, f := range []string{cert, k} {
+		if err := os.Rename(f, strings.TrimSuffix(f, ".tmp")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return strings.TrimSuffix(cert, ".tmp"), strings.TrimSuffix(k, ".tmp")
+}
+
+func (p *testPKI) clientTLS(withCert bool) *tls.Config {
+	c := &tls.Config{RootCAs: p.caPool, ServerName: "127.0.0.1"}
+	if withCert {
+		c.Certificates = []tls.Certificate{p.clientPair}
+	}
+	return c
+}
+
+// testIssuer signs OAUTHBEARER tokens with a key published in a JWKS file.
+type testIssuer struct {
+	key  *rsa.PrivateKey
+	jwks string
+}
+
+func newTestIssuer(t *testing.T) *testIssuer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}}
+	raw, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(f, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &testIssuer{key: key, jwks: f}
+}
+
+func (is *testIssuer) token(t *testing.T, sub, iss, aud string, ttl time.Duration) string {
+	t.Helper()
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tok, err := jwt.Signed(sig).Claims(jwt.Claims{Subject: sub, Issuer: iss, Audience: jwt.Audience{aud},
+		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(ttl))}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// secureAgent has one listener of each protocol, SCRAM users alice and bob
+// and OAUTHBEARER tokens from issuer.
+type secureAgent struct {
+	*testAgent
+	pki    *testPKI
+	issuer *testIssuer
+}
+
+func newSecureAgent(t *testing.T, opts ...func(*Config)) *secureAgent {
+	t.Helper()
+	pki, issuer := newTestPKI(t), newTestIssuer(t)
+	ta := newTestAgent(t, nil, append([]func(*Config){func(c *Config) {
+		c.Listeners = []Listener{
+			{Name: "PLAINTEXT", Protocol: ProtocolPlaintext, Addr: "127.0.0.1:0"},
+			{Name: "SASL_PLAINTEXT", Protocol: ProtocolSASLPlaintext, Addr: "127.0.0.1:0"},
+			{Name: "SSL", Protocol: ProtocolSSL, Addr: "127.0.0.1:0"},
+			{Name: "SASL_SSL", Protocol: ProtocolSASLSSL, Addr: "127.0.0.1:0"},
+		}
+		c.Security = SecurityConfig{TLSCert: pki.certFile, TLSKey: pki.keyFile, TLSClientCA: pki.caFile,
+			ClientAuth:     ClientAuthRequested,
+			SASLMechanisms: []string{ScramSHA256, ScramSHA512, MechanismPlain, MechanismOAuthBearer},
+			OAuth:          OAuthConfig{JWKS: issuer.jwks, Issuer: "https://issuer.test", Audience: "floe"}}
+	}}, opts...)...)
+	ctx := context.Background()
+	for _, u := range []string{"alice", "bob"} {
+		for _, m := range []string{ScramSHA256, ScramSHA512} {
+			c, err := NewScramCredential(u, m, u+"-secret", 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ta.store.UpsertScramCredential(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return &secureAgent{testAgent: ta, pki: pki, issuer: issuer}
+}
+
+func (sa *secureAgent) addr(t *testing.T, listener string) string {
+	t.Helper()
+	addr, err := sa.ListenerAddr(listener)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// principals are the principals of the agent's open connections.
+func (sa *secureAgent) principals() map[string]bool {
+	out := map[string]bool{}
+	sa.connMu.Lock()
+	defer sa.connMu.Unlock()
+	for c := range sa.conns {
+		out[c.principal()] = true
+	}
+	return out
+}
+
+func roundTrip(t *testing.T, ctx context.Context, opts ...kgo.Opt) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(append(opts, kgo.AllowAutoTopicCreation(), kgo.RequestRetries(0),
+		kgo.RecordRetries(1), kgo.RetryTimeout(time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// A bare request fails at once when the authentication does (a
+	// produce would wait for metadata refreshes first).
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		return err
+	}
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: "sec", Value: []byte("v")}).FirstErr()
+}
+
+// TestSASLMechanisms: every mechanism authenticates the right credentials
+// and refuses wrong ones with SASL_AUTHENTICATION_FAILED, on the SASL
+// listeners in plaintext and over TLS.
+func TestSASLMechanisms(t *testing.T) {
+	sa := newSecureAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	good := map[string]sasl.Mechanism{
+		"SCRAM-SHA-256": scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism(),
+		"SCRAM-SHA-512": scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(),
+		"PLAIN":         plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(),
+		"OAUTHBEARER":   oauth.Auth{Token: sa.issuer.token(t, "alice", "https://issuer.test", "floe", time.Hour)}.AsMechanism(),
+	}
+	bad := map[string]sasl.Mechanism{
+		"SCRAM-SHA-256 wrong password": scram.Auth{User: "alice", Pass: "bob-secret"}.AsSha256Mechanism(),
+		"SCRAM-SHA-512 unknown user":   scram.Auth{User: "carol", Pass: "x"}.AsSha512Mechanism(),
+		"PLAIN wrong password":         plain.Auth{User: "bob", Pass: "alice-secret"}.AsMechanism(),
+		"OAUTHBEARER wrong audience":   oauth.Auth{Token: sa.issuer.token(t, "alice", "https://issuer.test", "other", time.Hour)}.AsMechanism(),
+		"OAUTHBEARER wrong issuer":     oauth.Auth{Token: sa.issuer.token(t, "alice", "https://evil.test", "floe", time.Hour)}.AsMechanism(),
+		"OAUTHBEARER expired":          oauth.Auth{Token: sa.issuer.token(t, "alice", "https://issuer.test", "floe", -time.Hour)}.AsMechanism(),
+		"OAUTHBEARER forged":           oauth.Auth{Token: newTestIssuer(t).token(t, "alice", "https://issuer.test", "floe", time.Hour)}.AsMechanism(),
+	}
+	src := 1
+	for _, l := range []struct {
+		name string
+		tls  *tls.Config
+	}{{"SASL_PLAINTEXT", nil}, {"SASL_SSL", sa.pki.clientTLS(false)}} {
+		opts := []kgo.Opt{kgo.SeedBrokers(sa.addr(t, l.name))}
+		dial := fromLoopback(0, l.tls)
+		for name, m := range good {
+			if err := roundTrip(t, ctx, append(opts, kgo.SASL(m), dial)...); err != nil {
+				t.Errorf("%s on %s: %v", name, l.name, err)
+			}
+		}
+		for name, m := range bad {
+			// Each from an address of its own, so that the failures do
+			// not add up to the per-address limit.
+			src++
+			err := roundTrip(t, ctx, append(opts, kgo.SASL(m), fromLoopback(src, l.tls))...)
+			if !errorsIsCode(err, kerr.SaslAuthenticationFailed) {
+				t.Errorf("%s on %s: %v, want SASL_AUTHENTICATION_FAILED", name, l.name, err)
+			}
+		}
+		if err := roundTrip(t, ctx, append(opts, dial)...); err == nil {
+			t.Errorf("no authentication on %s: produce succeeded", l.name)
+		}
+	}
+	if n := counterValue(t, sa.metrics.authFailures.WithLabelValues(ScramSHA256)); n < 2 {
+		t.Errorf("SCRAM-SHA-256 failures counted: %v", n)
+	}
+}
+
+func errorsIsCode(err error, code *kerr.Error) bool {
+	return err != nil && (strings.Contains(err.Error(), code.Message) || strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED"))
+}
+
+// TestSASLListenerRefusesRequestsBeforeAuthentication: before the SASL
+// exchange only ApiVersions is answered; any other request closes the
+// connection unanswered.
+func TestSASLListenerRefusesRequestsBeforeAuthentication(t *testing.T) {
+	sa := newSecureAgent(t)
+	rc := dialRawAddr(t, sa.addr(t, "SASL_PLAINTEXT"))
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "raw", "1"
+	rc.roundTrip(av)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	if _, err := rc.try(md); err == nil {
+		t.Fatal("Metadata before authentication was answered; want the connection closed")
+	}
+}
+
+// TestListenersAdvertiseThemselves: Metadata names the brokers at the
+// address of the listener the client came in on.
+func TestListenersAdvertiseThemselves(t *testing.T) {
+	sa := newSecureAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, l := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"PLAINTEXT", nil},
+		{"SASL_PLAINTEXT", []kgo.Opt{kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha512Mechanism())}},
+		{"SSL", []kgo.Opt{kgo.DialTLSConfig(sa.pki.clientTLS(true))}},
+	} {
+		cl, err := kgo.NewClient(append(l.opts, kgo.SeedBrokers(sa.addr(t, l.name)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		cl.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		if len(md.Brokers) != 1 || net.JoinHostPort(md.Brokers[0].Host, itoa(md.Brokers[0].Port)) != sa.addr(t, l.name) {
+			t.Fatalf("%s: brokers %+v, want %s", l.name, md.Brokers, sa.addr(t, l.name))
+		}
+	}
+}
+
+// TestMutualTLS: on the SSL listener a verified client certificate makes
+// the principal its subject; a certificate from another CA is refused.
+func TestMutualTLS(t *testing.T) {
+	sa := newSecureAgent(t, func(c *Config) { c.Security.ClientAuth = ClientAuthRequired })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(sa.addr(t, "SSL")), kgo.DialTLSConfig(sa.pki.clientTLS(true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := sa.principals(); !p["User:CN=alice,O=floe"] {
+		t.Fatalf("principals %v, want User:CN=alice,O=floe", p)
+	}
+	if err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SSL")), kgo.DialTLSConfig(sa.pki.clientTLS(false))); err == nil {
+		t.Fatal("a client without a certificate got in with ssl.client.auth=required")
+	}
+	other := newTestPKI(t)
+	cfg := sa.pki.clientTLS(false)
+	cfg.Certificates = []tls.Certificate{other.clientPair}
+	if err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SSL")), kgo.DialTLSConfig(cfg)); err == nil {
+		t.Fatal("a client certificate of another CA was accepted")
+	}
+}
+
+// TestTLSCertificateReload: a renewed certificate is served to new
+// connections without a restart.
+func TestTLSCertificateReload(t *testing.T) {
+	sa := newSecureAgent(t)
+	serial := func() int64 {
+		t.Helper()
+		c, err := tls.Dial("tcp", sa.addr(t, "SSL"), sa.pki.clientTLS(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	}
+	if s := serial(); s != 2 {
+		t.Fatalf("serial %d, want 2", s)
+	}
+	// Renew in place (same file names), as cert-manager does.
+	sa.pki.issue(t, "server", 42, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	deadline := time.Now().Add(10 * time.Second)
+	for serial() != 42 {
+		if time.Now().After(deadline) {
+			t.Fatal("the renewed certificate was not served within 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestReauthentication: with a session lifetime, franz-go re-authenticates
+// on its connections and keeps working; a connection that does not is
+// closed at its first request after the session ended.
+func TestReauthentication(t *testing.T) {
+	sa := newSecureAgent(t, func(c *Config) { c.Security.SessionLifetime = time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")), kgo.AllowAutoTopicCreation(),
+		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 12 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "reauth", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatalf("produce %d across re-authentications: %v", i, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if n := counterValue(t, sa.metrics.authSuccesses.WithLabelValues(ScramSHA256)); n < 3 {
+		t.Fatalf("%v authentications in 3 s with a 1 s session; want re-authentications", n)
+	}
+
+	// A client that never renews: authenticate by hand, wait, ask.
+	rc := dialRawAddr(t, sa.addr(t, "SASL_PLAINTEXT"))
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, MechanismPlain
+	rc.roundTrip(hs)
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.Version, auth.SASLAuthBytes = 1, []byte("\x00bob\x00bob-secret")
+	resp := rc.roundTrip(auth).(*kmsg.SASLAuthenticateResponse)
+	if resp.ErrorCode != 0 || resp.SessionLifetimeMillis <= 0 || resp.SessionLifetimeMillis > 1000 {
+		t.Fatalf("SaslAuthenticate = %+v, want success with a session of at most 1 s", resp)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	rc.roundTrip(md) // within the session
+	time.Sleep(1200 * time.Millisecond)
+	if _, err := rc.try(md); err == nil {
+		t.Fatal("a request after the session ended was answered")
+	}
+}
+
+// TestSASLHandshakeV0RawTokens: after a v0 handshake the SASL tokens come
+// bare, without Kafka headers, as old clients send them.
+func TestSASLHandshakeV0RawTokens(t *testing.T) {
+	sa := newSecureAgent(t)
+	rc := dialRawAddr(t, sa.addr(t, "SASL_PLAINTEXT"))
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, MechanismPlain
+	if r := rc.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+		t.Fatalf("handshake: %+v", r)
+	}
+	if answer := rc.rawToken([]byte("\x00alice\x00alice-secret")); len(answer) != 0 {
+		t.Fatalf("PLAIN v0 answer %q, want empty", answer)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	if r := rc.roundTrip(md).(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
+		t.Fatalf("Metadata after v0 authentication: %+v", r)
+	}
+	if p := sa.principals(); !p["User:alice"] {
+		t.Fatalf("principals %v, want User:alice", p)
+	}
+}
+
+// TestFailedAuthenticationsRateLimited: past the burst of failures from
+// one address, even the right password is refused for a while.
+func TestFailedAuthenticationsRateLimited(t *testing.T) {
+	sa := newSecureAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for range authFailBurst {
+		roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")), kgo.SASL(plain.Auth{User: "alice", Pass: "guess"}.AsMechanism()))
+	}
+	err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()))
+	if err == nil || !strings.Contains(err.Error(), "too many failed authentications") {
+		t.Fatalf("right password right after %d failures: %v, want refused", authFailBurst, err)
+	}
+	if n := counterValue(t, sa.metrics.limitHits.WithLabelValues("sasl.failed.authentications")); n < 1 {
+		t.Fatalf("limit hits %v", n)
+	}
+}
+
+// TestUserScramCredentialsAPIs: AlterUserScramCredentials creates a user
+// who can then authenticate, DescribeUserScramCredentials lists it, and
+// both refuse what Kafka refuses.
+func TestUserScramCredentialsAPIs(t *testing.T) {
+	sa := newSecureAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(sa.addr(t, "PLAINTEXT")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "carol-secret"},
+	})
+	if err != nil || res["carol"].Err != nil {
+		t.Fatalf("alter results %+v %v", res, err)
+	}
+	// What kadm would refuse to send: too few iterations, an unknown
+	// mechanism, a user altered twice.
+	raw := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	for _, u := range []struct {
+		name  string
+		mech  int8
+		iters int32
+	}{{"dave", 1, 100}, {"erin", 9, 8192}, {"frank", 1, 8192}, {"frank", 2, 8192}} {
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = u.name, u.mech, u.iters, []byte("salt"), []byte("salted")
+		raw.Upsertions = append(raw.Upsertions, up)
+	}
+	rr, err := raw.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int16{"dave": kerr.UnacceptableCredential.Code, "erin": kerr.UnsupportedSaslMechanism.Code, "frank": kerr.DuplicateResource.Code}
+	if len(rr.Results) != len(want) {
+		t.Fatalf("alter results %+v, want one per user", rr.Results)
+	}
+	for _, r := range rr.Results {
+		if r.ErrorCode != want[r.User] {
+			t.Errorf("alter %s: error %d, want %d", r.User, r.ErrorCode, want[r.User])
+		}
+	}
+	if err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")),
+		kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism())); err != nil {
+		t.Fatalf("the new user cannot authenticate: %v", err)
+	}
+	desc, err := adm.DescribeUserSCRAMs(ctx, "carol", "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := desc["carol"]; c.Err != nil || len(c.CredInfos) != 1 || c.CredInfos[0].Mechanism != kadm.ScramSha512 || c.CredInfos[0].Iterations != 8192 {
+		t.Fatalf("describe carol: %+v", c)
+	}
+	if !strings.Contains(errString(desc["nobody"].Err), "RESOURCE_NOT_FOUND") {
+		t.Fatalf("describe nobody: %+v", desc["nobody"])
+	}
+	all, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("describe all: %v %v, want alice, bob and carol", all, err)
+	}
+	del, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "carol", Mechanism: kadm.ScramSha512}, {User: "erin", Mechanism: kadm.ScramSha256}}, nil)
+	if err != nil || del["carol"].Err != nil || !strings.Contains(errString(del["erin"].Err), "RESOURCE_NOT_FOUND") {
+		t.Fatalf("delete results %+v %v", del, err)
+	}
+	if err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")),
+		kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism())); err == nil {
+		t.Fatal("a deleted user still authenticates")
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// fromLoopback makes a client dial from 127.0.0.n (every 127/8 address
+// is the loopback interface), to look like another host.
+func fromLoopback(n int, tlsCfg *tls.Config) kgo.Opt {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, byte(n/250), byte(2+n%250))}, Timeout: 5 * time.Second}
+	if tlsCfg == nil {
+		return kgo.Dialer(d.DialContext)
+	}
+	td := &tls.Dialer{NetDialer: d, Config: tlsCfg}
+	return kgo.Dialer(td.DialContext)
+}

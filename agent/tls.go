@@ -1,0 +1,165 @@
+package agent
+
+// TLS on the Kafka listeners: the certificate, its key and the client CA
+// bundle are files, read again when they change (a renewed certificate,
+// cert-manager rotating a Secret) without a restart. Every handshake asks
+// for the current configuration; the files are looked at no more than
+// once per tlsRecheck, and only read again when their size or time
+// changed. A file that fails to load leaves the previous configuration in
+// place (and is logged), so a half-written renewal never takes the
+// listener down.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// tlsRecheck bounds how often the files are looked at.
+const tlsRecheck = time.Second
+
+// Client certificate policies (Kafka's ssl.client.auth).
+const (
+	ClientAuthNone      = "none"
+	ClientAuthRequested = "requested"
+	ClientAuthRequired  = "required"
+)
+
+// tlsFiles serves the TLS configuration of the files it is given.
+type tlsFiles struct {
+	cert, key, clientCA string
+	clientAuth          tls.ClientAuthType
+	log                 *slog.Logger
+
+	mu        sync.Mutex
+	cfg       *tls.Config
+	stamp     string // sizes and times of the files cfg was read from
+	checkedAt time.Time
+}
+
+func newTLSFiles(sec SecurityConfig, log *slog.Logger) (*tlsFiles, error) {
+	t := &tlsFiles{cert: sec.TLSCert, key: sec.TLSKey, clientCA: sec.TLSClientCA, log: log}
+	switch sec.ClientAuth {
+	case "":
+		if sec.TLSClientCA != "" {
+			t.clientAuth = tls.RequireAndVerifyClientCert
+		}
+	case ClientAuthNone:
+	case ClientAuthRequested:
+		t.clientAuth = tls.VerifyClientCertIfGiven
+	case ClientAuthRequired:
+		t.clientAuth = tls.RequireAndVerifyClientCert
+	default:
+		return nil, fmt.Errorf("client auth %q: want none, requested or required", sec.ClientAuth)
+	}
+	if t.clientAuth != tls.NoClientCert && sec.TLSClientCA == "" {
+		return nil, errors.New("client certificates are asked for but no client CA is set")
+	}
+	if t.cert == "" {
+		return t, nil // no TLS listener (checkListeners)
+	}
+	if _, err := t.current(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// configForClient is tls.Config.GetConfigForClient.
+func (t *tlsFiles) configForClient(*tls.ClientHelloInfo) (*tls.Config, error) {
+	return t.current()
+}
+
+// current returns the configuration of the files as they are now, or the
+// last one that loaded.
+func (t *tlsFiles) current() (*tls.Config, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if t.cfg != nil && now.Sub(t.checkedAt) < tlsRecheck {
+		return t.cfg, nil
+	}
+	t.checkedAt = now
+	stamp := t.stampOf()
+	if t.cfg != nil && stamp == t.stamp {
+		return t.cfg, nil
+	}
+	cfg, err := t.load()
+	if err != nil {
+		if t.cfg == nil {
+			return nil, err
+		}
+		t.log.Error("TLS files changed but do not load: keeping the previous ones", "err", err)
+		t.stamp = stamp // log once per change
+		return t.cfg, nil
+	}
+	if t.cfg != nil {
+		t.log.Info("TLS files reloaded", "cert", t.cert)
+	}
+	t.cfg, t.stamp = cfg, stamp
+	return cfg, nil
+}
+
+func (t *tlsFiles) stampOf() string {
+	s := ""
+	for _, f := range []string{t.cert, t.key, t.clientCA} {
+		if f == "" {
+			continue
+		}
+		if fi, err := os.Stat(f); err == nil {
+			s += fmt.Sprintf("%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+		} else {
+			s += "missing;"
+		}
+	}
+	return s
+}
+
+func (t *tlsFiles) load() (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(t.cert, t.key)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, ClientAuth: t.clientAuth}
+	if t.clientCA != "" {
+		pem, err := os.ReadFile(t.clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS client CA %s: no certificate in it", t.clientCA)
+		}
+		cfg.ClientCAs = pool
+	}
+	return cfg, nil
+}
+
+// tlsHandshake completes a TLS connection's handshake (within
+// RequestReadTimeout) before anything is read, so that a verified client
+// certificate names the principal of an SSL listener's connection
+// ("User:" + the subject's distinguished name, as Kafka's default
+// principal builder does) before its first request. It reports whether
+// the connection may go on; plaintext connections always may.
+func (c *conn) tlsHandshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.a.ctx, c.a.cfg.RequestReadTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.a.metrics.authFailures.WithLabelValues("TLS").Inc()
+		c.log.Warn("TLS handshake failed", "err", err)
+		return false
+	}
+	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 && !c.ln.cfg.usesSASL() {
+		c.id.set(&identity{principal: "User:" + certs[0].Subject.String()})
+	}
+	return true
+}

@@ -11,7 +11,8 @@ import (
 
 // httpHandler serves /metrics, /healthz (the process is up) and /readyz
 // (the agent can serve produce and fetch now: it can reach its metadata
-// store and is not draining).
+// store and is not draining), open, and the mounted handlers behind the
+// listeners' authentication (httpauth.go).
 func (a *Agent) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", a.Metrics())
@@ -32,7 +33,7 @@ func (a *Agent) httpHandler() http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	for pattern, h := range a.cfg.HTTPHandlers {
-		mux.Handle(pattern, h)
+		mux.Handle(pattern, a.requireAuth(h))
 	}
 	return mux
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -556,4 +557,55 @@ func fromLoopback(n int, tlsCfg *tls.Config) kgo.Opt {
 	}
 	td := &tls.Dialer{NetDialer: d, Config: tlsCfg}
 	return kgo.Dialer(td.DialContext)
+}
+
+// TestHTTPEndpointsTakeKafkaCredentials: with SASL on, the mounted HTTP
+// handlers take a SCRAM user's password (Basic) or an OAUTHBEARER token
+// (Bearer) and refuse the rest with 401; the probes and /metrics stay open.
+func TestHTTPEndpointsTakeKafkaCredentials(t *testing.T) {
+	var seen []string
+	sa := newSecureAgent(t, func(c *Config) {
+		c.HTTPHandlers = map[string]http.Handler{"/iceberg/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen = append(seen, HTTPPrincipal(r.Context()))
+			w.Write([]byte("catalog\n"))
+		})}
+	})
+	get := func(path string, auth func(*http.Request)) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+sa.HTTPAddr()+path, nil)
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	basic := func(u, p string) func(*http.Request) { return func(r *http.Request) { r.SetBasicAuth(u, p) } }
+	bearer := func(tok string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	for _, tc := range []struct {
+		what string
+		path string
+		auth func(*http.Request)
+		want int
+	}{
+		{"metrics open", "/metrics", nil, 200},
+		{"healthz open", "/healthz", nil, 200},
+		{"catalog without credentials", "/iceberg/v1/config", nil, 401},
+		{"catalog with a wrong password", "/iceberg/v1/config", basic("alice", "bob-secret"), 401},
+		{"catalog with a forged token", "/iceberg/v1/config", bearer(newTestIssuer(t).token(t, "alice", "https://issuer.test", "floe", time.Hour)), 401},
+		{"catalog with a password", "/iceberg/v1/config", basic("alice", "alice-secret"), 200},
+		{"catalog with a token", "/iceberg/v1/config", bearer(sa.issuer.token(t, "bob", "https://issuer.test", "floe", time.Hour)), 200},
+	} {
+		if got := get(tc.path, tc.auth); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.what, got, tc.want)
+		}
+	}
+	if strings.Join(seen, ",") != "User:alice,User:bob" {
+		t.Fatalf("the catalog saw principals %v, want User:alice then User:bob", seen)
+	}
 }

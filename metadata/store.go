@@ -148,6 +148,7 @@ type Store interface {
 	GroupStore
 	CredentialStore
 	ACLStore
+	QuotaStore
 	CompactionStore
 	ProducerStore
 	TxnStore

@@ -72,6 +72,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"ScramCredentials", testScramCredentials},
 		{"ACLs", testACLs},
 		{"ACLsConcurrent", testACLsConcurrent},
+		{"ClientQuotas", testClientQuotas},
+		{"ClientQuotasConcurrent", testClientQuotasConcurrent},
 		{"ExpireOffsets", testExpireOffsets},
 		{"CoordinatorLeases", testCoordinatorLeases},
 		{"LeaseRace", testLeaseRace},

@@ -47,11 +47,17 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 	var waiters []*produceWaiter
 	failed := false
 
+	// A transactional producer needs WRITE on its transactional id (else
+	// every partition fails, as in Kafka), every producer WRITE on each
+	// topic (checked before the topic's existence is disclosed).
+	txnDenied := a.authzEnabled() && req.TransactionID != nil && !a.authorize(r, opWrite, resTxnID, *req.TransactionID)
+
 	// Enqueue in this connection's request order.
 	<-r.prev
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		writeOK := a.authorize(r, opWrite, resTopic, rt.Topic)
 		topic, ok, err := a.topics.get(ctx, rt.Topic)
 		if err != nil {
 			a.log.Warn("produce: topic lookup failed", "topic", rt.Topic, "err", err)
@@ -66,6 +72,10 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				switch {
 				case req.Version < 3:
 					return kerr.UnsupportedVersion
+				case txnDenied:
+					return kerr.TransactionalIDAuthorizationFailed
+				case !writeOK:
+					return kerr.TopicAuthorizationFailed
 				case err != nil:
 					return kerr.KafkaStorageError
 				case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:
@@ -76,6 +86,9 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), recordRules(topic))
 				if verr != nil {
 					return produceError(&sp, verr)
+				}
+				if b.transactional && req.TransactionID == nil && a.authzEnabled() {
+					return kerr.TransactionalIDAuthorizationFailed // Kafka: transactional records need an authorized id
 				}
 				r.frame.ref() // the batch aliases the frame until the batcher copies it
 				b.frame = r.frame

@@ -66,7 +66,7 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 	for {
 		wake := a.commits.wait() // taken before reading so no commit is missed
 		r.fetchHeld = 0
-		resp, got, anyErr := a.fetchOnce(ctx, req, maxBytes, &r.fetchHeld)
+		resp, got, anyErr := a.fetchOnce(ctx, r, req, maxBytes, &r.fetchHeld)
 		now := time.Now()
 		if got.bytes >= int64(req.MinBytes) || anyErr || !now.Before(deadline) {
 			a.metrics.fetchSeconds.Observe(time.Since(start).Seconds())
@@ -118,7 +118,7 @@ type fetched struct {
 // batch at least) from what is committed now. It returns what the answer
 // holds and whether any partition carries an error; what its buffers hold
 // of the fetch budget is added to held.
-func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes int64, held *int64) (*kmsg.FetchResponse, fetched, bool) {
+func (a *Agent) fetchOnce(ctx context.Context, r *request, req *kmsg.FetchRequest, maxBytes int64, held *int64) (*kmsg.FetchResponse, fetched, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := maxBytes
 	var total fetched
@@ -131,10 +131,20 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes 
 			ok    bool
 			err   error
 		)
+		// READ on the topic, checked by name before the topic's existence
+		// is disclosed; a topic id is resolved first (UNKNOWN_TOPIC_ID).
+		denied := false
 		if req.Version >= 13 {
 			topic, ok, err = a.topics.getID(ctx, metadata.TopicID(rt.TopicID))
+			denied = ok && err == nil && !a.authorize(r, opRead, resTopic, topic.Name)
 		} else {
-			topic, ok, err = a.topics.get(ctx, rt.Topic)
+			denied = !a.authorize(r, opRead, resTopic, rt.Topic)
+			if !denied {
+				topic, ok, err = a.topics.get(ctx, rt.Topic)
+			}
+		}
+		if denied {
+			ok, err = false, nil
 		}
 		// One read of every partition's offsets per topic: an idle long
 		// poll costs one query per topic, not one per partition.
@@ -167,6 +177,8 @@ func (a *Agent) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, maxBytes 
 			// Empty, never null: librdkafka rejects a null record set.
 			sp.RecordBatches = []byte{}
 			switch {
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case err != nil:
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case !ok && req.Version >= 13:

@@ -35,12 +35,15 @@ func (a *Agent) handleListOffsets(ctx context.Context, r *request) (kmsg.Respons
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		topic, ok, err := a.topics.get(ctx, rt.Topic)
+		denied := !a.authorize(r, opDescribe, resTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, -1
 			var code *kerr.Error
 			switch {
+			case denied:
+				code = kerr.TopicAuthorizationFailed
 			case err != nil:
 				code = kerr.KafkaStorageError
 			case !ok || rp.Partition < 0 || rp.Partition >= topic.Partitions:

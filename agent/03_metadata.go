@@ -81,7 +81,9 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 	var missing []kmsg.MetadataResponseTopic
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range all {
-			topics = append(topics, t)
+			if a.authorize(r, opDescribe, resTopic, t.Name) { // others are left out, as Kafka does
+				topics = append(topics, t)
+			}
 		}
 		sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	}
@@ -89,12 +91,30 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 	look := newLookups()
 	var unknown []kmsg.MetadataRequestTopic // by name, to auto-create
 	for _, rt := range req.Topics {
-		t, ok, code := a.resolveMetadataTopic(ctx, rt, all, look)
+		// A name needs DESCRIBE before its existence is disclosed; a
+		// topic id is resolved first, and its name is then not told.
+		denied := rt.Topic != nil && !a.authorize(r, opDescribe, resTopic, *rt.Topic)
+		var t metadata.Topic
+		var ok bool
+		code := kerr.TopicAuthorizationFailed
+		if !denied {
+			t, ok, code = a.resolveMetadataTopic(ctx, rt, all, look)
+			if ok && rt.Topic == nil && !a.authorize(r, opDescribe, resTopic, t.Name) {
+				ok, code = false, kerr.TopicAuthorizationFailed
+			}
+		}
 		if ok {
 			topics = append(topics, t)
 			continue
 		}
 		if autoCreate && code == kerr.UnknownTopicOrPartition && rt.Topic != nil {
+			// Auto-creation needs CREATE on the cluster or the topic.
+			if !a.authorizeCluster(r, opCreate) && !a.authorize(r, opCreate, resTopic, *rt.Topic) {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.ErrorCode, mt.IsInternal = rt.Topic, kerr.TopicAuthorizationFailed.Code, isInternalTopic(*rt.Topic)
+				missing = append(missing, mt)
+				continue
+			}
 			unknown = append(unknown, rt)
 			continue
 		}

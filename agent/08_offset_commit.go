@@ -55,6 +55,10 @@ func (a *Agent) handleOffsetCommit(ctx context.Context, r *request) (kmsg.Respon
 	if req.Version == 0 {
 		gen, member = -1, ""
 	}
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		setAll(kerr.GroupAuthorizationFailed.Code)
+		return resp, nil
+	}
 	if req.Group == "" {
 		setAll(kerr.InvalidGroupID.Code)
 		return resp, nil
@@ -70,8 +74,11 @@ func (a *Agent) handleOffsetCommit(ctx context.Context, r *request) (kmsg.Respon
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		tp, ok, err := a.topics.find(ctx, t.Topic, look)
+		denied := !a.authorize(r, opRead, resTopic, t.Topic)
 		for j, p := range t.Partitions {
 			switch {
+			case denied:
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
 			case err != nil:
 				codes[i][j] = kerr.UnknownServerError.Code
 			case !ok || p.Partition < 0 || p.Partition >= tp.Partitions:

@@ -41,7 +41,13 @@ type fetchedTopic struct {
 
 // fetchGroupOffsets returns the offsets asked for (all committed when
 // topics is nil), or a group-level error.
-func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics map[string][]int32, order []string, requireStable bool) ([]fetchedTopic, *kerr.Error) {
+func (a *Agent) fetchGroupOffsets(ctx context.Context, r *request, groupID string, topics map[string][]int32, order []string, requireStable bool) ([]fetchedTopic, *kerr.Error) {
+	// DESCRIBE on the group, then on each topic: topics not allowed are
+	// left out of a fetch of all offsets and TOPIC_AUTHORIZATION_FAILED
+	// when named, as in Kafka.
+	if !a.authorize(r, opDescribe, resGroup, groupID) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
 	if !a.coord.isOwner(groupID) {
 		return nil, kerr.NotCoordinator
 	}
@@ -74,6 +80,9 @@ func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics ma
 	var out []fetchedTopic
 	if topics == nil {
 		for _, o := range offs {
+			if !a.authorize(r, opDescribe, resTopic, o.Topic) {
+				continue
+			}
 			if len(out) == 0 || out[len(out)-1].topic != o.Topic {
 				out = append(out, fetchedTopic{topic: o.Topic})
 			}
@@ -86,8 +95,14 @@ func (a *Agent) fetchGroupOffsets(ctx context.Context, groupID string, topics ma
 	}
 	for _, t := range order {
 		ft := fetchedTopic{topic: t}
+		denied := !a.authorize(r, opDescribe, resTopic, t)
 		for _, p := range topics[t] {
 			fp := fetchedPartition{partition: p, offset: -1, leaderEpoch: -1}
+			if denied {
+				fp.code = kerr.TopicAuthorizationFailed.Code
+				ft.parts = append(ft.parts, fp)
+				continue
+			}
 			if o, ok := byTP[metadata.TopicPartition{Topic: t, Partition: p}]; ok {
 				fp.offset, fp.leaderEpoch, fp.metadata = o.Offset, o.LeaderEpoch, o.Metadata
 			}
@@ -117,7 +132,7 @@ func (a *Agent) handleOffsetFetch(ctx context.Context, r *request) (kmsg.Respons
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			fts, err := a.fetchGroupOffsets(ctx, g.Group, topics, order, req.RequireStable)
+			fts, err := a.fetchGroupOffsets(ctx, r, g.Group, topics, order, req.RequireStable)
 			if err != nil {
 				rg.ErrorCode = err.Code
 			}
@@ -148,7 +163,7 @@ func (a *Agent) handleOffsetFetch(ctx context.Context, r *request) (kmsg.Respons
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	fts, err := a.fetchGroupOffsets(ctx, req.Group, topics, order, req.Version >= 7 && req.RequireStable)
+	fts, err := a.fetchGroupOffsets(ctx, r, req.Group, topics, order, req.Version >= 7 && req.RequireStable)
 	if err != nil {
 		if req.Version >= 2 {
 			resp.ErrorCode = err.Code

@@ -26,6 +26,14 @@ func (a *Agent) handleFindCoordinator(_ context.Context, r *request) (kmsg.Respo
 		if req.CoordinatorType != 0 && req.CoordinatorType != 1 {
 			return -1, "", -1, kerr.InvalidRequest
 		}
+		// DESCRIBE on the group or transactional id, before the key is
+		// checked, as in Kafka.
+		if req.CoordinatorType == 0 && !a.authorize(r, opDescribe, resGroup, key) {
+			return -1, "", -1, kerr.GroupAuthorizationFailed
+		}
+		if req.CoordinatorType == 1 && !a.authorize(r, opDescribe, resTxnID, key) {
+			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed
+		}
 		if key == "" {
 			if req.CoordinatorType == 0 {
 				return -1, "", -1, kerr.InvalidGroupID

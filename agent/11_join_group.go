@@ -40,6 +40,10 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation = -1
 	resp.MemberID = req.MemberID
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

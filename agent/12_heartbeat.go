@@ -24,6 +24,10 @@ func init() {
 func (a *Agent) handleHeartbeat(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

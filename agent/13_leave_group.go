@@ -25,6 +25,10 @@ func init() {
 func (a *Agent) handleLeaveGroup(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

@@ -33,6 +33,10 @@ func (a *Agent) handleSyncGroup(ctx context.Context, r *request) (kmsg.Response,
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return resp, nil
 	}
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

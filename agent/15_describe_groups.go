@@ -13,6 +13,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/agent/group"
@@ -30,6 +31,11 @@ func (a *Agent) handleDescribeGroups(ctx context.Context, r *request) (kmsg.Resp
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = -2147483648
+		if !a.authorize(r, opDescribe, resGroup, id) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if code := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) {
 			if !e.exists && e.g.IsEmpty() {
 				rg.State = "Dead"

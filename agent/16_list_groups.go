@@ -42,8 +42,14 @@ func (a *Agent) handleListGroups(ctx context.Context, r *request) (kmsg.Response
 		}
 		return false
 	}
+	// DESCRIBE on the cluster lists every group, else those with
+	// DESCRIBE on the group.
+	allGroups := a.authorizeCluster(r, opDescribe)
 	for _, rec := range recs {
 		if !a.coord.isOwner(rec.Group) {
+			continue
+		}
+		if !allGroups && !a.authorize(r, opDescribe, resGroup, rec.Group) {
 			continue
 		}
 		state, ptype, gtype := rec.StateName, rec.ProtocolType, a.coord.groupType(rec.ProtocolType)

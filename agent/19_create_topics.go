@@ -71,11 +71,24 @@ func (a *Agent) handleCreateTopics(ctx context.Context, r *request) (kmsg.Respon
 	}
 	budget := &clusterBudget{a: a}
 	created := false
+	// CREATE on the cluster, or else on each topic, as Kafka checks it:
+	// after duplicates, before anything else about the topic.
+	clusterCreate := a.authorizeCluster(r, opCreate)
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		code, msg := a.createTopic(ctx, req.ValidateOnly, rt, seen[rt.Topic] > 1, budget, &st)
+		var code *kerr.Error
+		var msg string
+		if seen[rt.Topic] == 1 && !clusterCreate && !a.authorize(r, opCreate, resTopic, rt.Topic) {
+			code, msg = kerr.TopicAuthorizationFailed, "Authorization failed."
+		} else {
+			code, msg = a.createTopic(ctx, req.ValidateOnly, rt, seen[rt.Topic] > 1, budget, &st)
+		}
+		if code == nil && !a.authorize(r, opDescribeConfigs, resTopic, rt.Topic) {
+			// The topic is created, but its configs are not told (v5+).
+			st.Configs, st.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+		}
 		if code != nil {
 			st.ErrorCode = code.Code
 			if msg != "" {

@@ -64,6 +64,13 @@ func (a *Agent) handleDeleteTopics(ctx context.Context, r *request) (kmsg.Respon
 				st.Topic = &t.Name
 			}
 		}
+		// A topic named by id needs DESCRIBE before its name is told, then
+		// DELETE, checked before its existence.
+		if st.ErrorCode == 0 && tg.name == nil && !a.authorize(r, opDescribe, resTopic, name) {
+			st.ErrorCode, st.Topic = kerr.TopicAuthorizationFailed.Code, nil
+		} else if st.ErrorCode == 0 && !a.authorize(r, opDelete, resTopic, name) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
 		if st.ErrorCode == 0 && isInternalTopic(name) {
 			// floe recreates it at every agent start; deleting it
 			// would only break regex consumers meanwhile.

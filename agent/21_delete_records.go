@@ -37,11 +37,14 @@ func (a *Agent) handleDeleteRecords(ctx context.Context, r *request) (kmsg.Respo
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		topic, ok, err := a.topics.get(ctx, rt.Topic)
+		denied := !a.authorize(r, opDelete, resTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			switch {
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case ctx.Err() != nil:
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 			case err != nil:

@@ -31,6 +31,17 @@ func (a *Agent) handleInitProducerID(ctx context.Context, r *request) (kmsg.Resp
 	req := r.req.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// A transactional producer needs WRITE on its id; an idempotent one
+	// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
+	if req.TransactionalID != nil && !a.authorize(r, opWrite, resTxnID, *req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	if req.TransactionalID == nil && a.authzEnabled() &&
+		!a.authorizeCluster(r, opIdempotentWrite) && !a.authz.allowedAny(r.c, opWrite, resTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.TransactionalID != nil {
 		a.initTxnProducer(ctx, req, resp)
 		return resp, nil

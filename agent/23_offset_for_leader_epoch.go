@@ -29,12 +29,15 @@ func (a *Agent) handleOffsetForLeaderEpoch(ctx context.Context, r *request) (kms
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		t, ok, err := a.topics.get(ctx, rt.Topic)
+		denied := !a.authorize(r, opDescribe, resTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			var code *kerr.Error
 			switch {
+			case denied:
+				code = kerr.TopicAuthorizationFailed
 			case err != nil:
 				code = kerr.UnknownServerError
 			case !ok || rp.Partition < 0 || rp.Partition >= t.Partitions:

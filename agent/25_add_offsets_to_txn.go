@@ -25,6 +25,15 @@ func init() {
 func (a *Agent) handleAddOffsetsToTxn(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// WRITE on the transactional id, then READ on the group.
+	if !a.authorize(r, opWrite, resTxnID, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	code := a.txn.with(ctx, req.TransactionalID, func(e *txnEntry) *kerr.Error {
 		if err := e.checkProducer(req.ProducerID, req.ProducerEpoch); err != nil {
 			return err

@@ -29,6 +29,10 @@ func init() {
 func (a *Agent) handleEndTxn(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !a.authorize(r, opWrite, resTxnID, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	code := a.txn.with(ctx, req.TransactionalID, func(e *txnEntry) *kerr.Error {
 		if err := e.checkProducer(req.ProducerID, req.ProducerEpoch); err != nil {
 			return err

@@ -40,6 +40,14 @@ func (a *Agent) handleTxnOffsetCommit(ctx context.Context, r *request) (kmsg.Res
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	code := func() *kerr.Error {
+		// WRITE on the transactional id, READ on the group, then READ
+		// on each topic (its partitions TOPIC_AUTHORIZATION_FAILED).
+		if !a.authorize(r, opWrite, resTxnID, req.TransactionalID) {
+			return kerr.TransactionalIDAuthorizationFailed
+		}
+		if !a.authorize(r, opRead, resGroup, req.Group) {
+			return kerr.GroupAuthorizationFailed
+		}
 		if req.Group == "" {
 			return kerr.InvalidGroupID
 		}
@@ -68,7 +76,12 @@ func (a *Agent) handleTxnOffsetCommit(ctx context.Context, r *request) (kmsg.Res
 			if err != nil {
 				return kerr.CoordinatorNotAvailable
 			}
+			readOK := a.authorize(r, opRead, resTopic, rt.Topic)
 			for _, p := range rt.Partitions {
+				if !readOK {
+					codes[metadata.TopicPartition{Topic: rt.Topic, Partition: p.Partition}] = kerr.TopicAuthorizationFailed
+					continue
+				}
 				if !ok || p.Partition < 0 || p.Partition >= topic.Partitions {
 					codes[metadata.TopicPartition{Topic: rt.Topic, Partition: p.Partition}] = kerr.UnknownTopicOrPartition
 					continue

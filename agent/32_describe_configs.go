@@ -62,7 +62,14 @@ func (a *Agent) handleDescribeConfigs(ctx context.Context, r *request) (kmsg.Res
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		configs, code, msg := a.describeResource(ctx, rr)
+		var configs []describedConfig
+		code := a.configAuthz(r, opDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		msg := ""
+		if code != nil {
+			msg = code.Message
+		} else {
+			configs, code, msg = a.describeResource(ctx, rr)
+		}
 		if code != nil {
 			sr.ErrorCode = code.Code
 			sr.ErrorMessage = &msg

@@ -32,7 +32,7 @@ func (a *Agent) handleAlterConfigs(ctx context.Context, r *request) (kmsg.Respon
 			rs[i].changes = append(rs[i].changes, configChange{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
 		}
 	}
-	for i, err := range a.alterResources(ctx, rs, true, req.ValidateOnly) {
+	for i, err := range a.alterResources(ctx, r, rs, true, req.ValidateOnly) {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		if err != nil {

@@ -48,6 +48,10 @@ func (a *Agent) handleDescribeLogDirs(ctx context.Context, r *request) (kmsg.Res
 		resp.Dirs = append(resp.Dirs, dir)
 		return resp, nil
 	}
+	if !a.authorizeCluster(r, opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // and no dirs, as Kafka answers
+		return resp, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	all, err := a.topics.all(ctx)

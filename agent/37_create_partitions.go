@@ -64,6 +64,12 @@ func (a *Agent) handleCreatePartitions(ctx context.Context, r *request) (kmsg.Re
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
+		if !a.authorize(r, opAlter, resTopic, rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.ErrorMessage = kmsg.StringPtr(kerr.TopicAuthorizationFailed.Message)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		if code, msg := a.createPartitions(ctx, rt, req.ValidateOnly, budget); code != nil {
 			st.ErrorCode = code.Code
 			if msg != "" {

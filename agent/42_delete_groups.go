@@ -28,6 +28,11 @@ func (a *Agent) handleDeleteGroups(ctx context.Context, r *request) (kmsg.Respon
 	for _, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
+		if !a.authorize(r, opDelete, resGroup, id) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if code := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) {
 			if !e.isEmpty() {
 				rg.ErrorCode = kerr.NonEmptyGroup.Code

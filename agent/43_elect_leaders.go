@@ -36,6 +36,21 @@ func (a *Agent) handleElectLeaders(ctx context.Context, r *request) (kmsg.Respon
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	if !a.authorizeCluster(r, opAlter) {
+		// Kafka: the request's error, and every partition named.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, rt := range req.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
 	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
 	defer cancel()
 	all, err := a.topics.all(ctx)

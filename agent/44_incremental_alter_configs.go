@@ -99,7 +99,7 @@ func (a *Agent) handleIncrementalAlterConfigs(ctx context.Context, r *request) (
 			rs[i].changes = append(rs[i].changes, configChange{name: c.Name, op: c.Op, value: c.Value})
 		}
 	}
-	for i, err := range a.alterResources(ctx, rs, false, req.ValidateOnly) {
+	for i, err := range a.alterResources(ctx, r, rs, false, req.ValidateOnly) {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		if err != nil {
@@ -114,7 +114,7 @@ func (a *Agent) handleIncrementalAlterConfigs(ctx context.Context, r *request) (
 // alterResources answers each resource of a request in order: nil or its
 // error. Resources named more than once are all refused, as Kafka refuses
 // them: "Each resource must appear at most once."
-func (a *Agent) alterResources(ctx context.Context, rs []alterRequest, replace, validateOnly bool) []*alterError {
+func (a *Agent) alterResources(ctx context.Context, req *request, rs []alterRequest, replace, validateOnly bool) []*alterError {
 	seen := make(map[resourceKey]int, len(rs))
 	for _, r := range rs {
 		seen[r.key]++
@@ -123,6 +123,10 @@ func (a *Agent) alterResources(ctx context.Context, rs []alterRequest, replace, 
 	for i, r := range rs {
 		if seen[r.key] > 1 {
 			out[i] = alterErr(kerr.InvalidRequest, "Each resource must appear at most once.")
+			continue
+		}
+		if code := a.configAuthz(req, opAlterConfigs, r.key.typ, r.key.name); code != nil {
+			out[i] = alterErr(code, "%s", code.Message)
 			continue
 		}
 		out[i] = a.alterResource(ctx, r.key.typ, r.key.name, r.changes, replace, validateOnly)

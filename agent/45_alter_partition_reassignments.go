@@ -40,6 +40,11 @@ func (a *Agent) handleAlterPartitionReassignments(ctx context.Context, r *reques
 	req := r.req.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	if !a.authorizeCluster(r, opAlter) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+		return resp, nil
+	}
 	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
 	defer cancel()
 	live := a.liveAgents()

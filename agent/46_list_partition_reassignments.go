@@ -10,6 +10,7 @@ package agent
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
@@ -21,5 +22,10 @@ func init() {
 
 func (a *Agent) handleListPartitionReassignments(_ context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.ListPartitionReassignmentsRequest)
-	return req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse), nil
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !a.authorizeCluster(r, opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+	}
+	return resp, nil
 }

@@ -34,6 +34,11 @@ func (a *Agent) handleOffsetDelete(ctx context.Context, r *request) (kmsg.Respon
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// DELETE on the group, then READ on each topic, as in Kafka.
+	if !a.authorize(r, opDelete, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, _ time.Time) {
 		if !e.exists {
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
@@ -42,7 +47,12 @@ func (a *Agent) handleOffsetDelete(ctx context.Context, r *request) (kmsg.Respon
 		subscribed := e.subscribedTopics()
 		var del []metadata.TopicPartition
 		for i, t := range req.Topics {
+			readOK := a.authorize(r, opRead, resTopic, t.Topic)
 			for j, p := range t.Partitions {
+				if !readOK {
+					resp.Topics[i].Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
+					continue
+				}
 				if subscribed[t.Topic] {
 					resp.Topics[i].Partitions[j].ErrorCode = kerr.GroupSubscribedToTopic.Code
 					continue

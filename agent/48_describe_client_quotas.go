@@ -34,6 +34,10 @@ const (
 func (a *Agent) handleDescribeClientQuotas(_ context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	if !a.authorizeCluster(r, opDescribeConfigs) {
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+		return resp, nil
+	}
 	if code, msg := checkQuotaFilter(req.Components); code != nil {
 		resp.ErrorCode, resp.ErrorMessage = code.Code, &msg
 		return resp, nil

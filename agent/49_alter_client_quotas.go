@@ -41,6 +41,7 @@ var (
 func (a *Agent) handleAlterClientQuotas(_ context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	clusterOK := a.authorizeCluster(r, opAlterConfigs)
 	for _, e := range req.Entries {
 		se := kmsg.NewAlterClientQuotasResponseEntry()
 		for _, en := range e.Entity {
@@ -48,7 +49,9 @@ func (a *Agent) handleAlterClientQuotas(_ context.Context, r *request) (kmsg.Res
 			re.Type, re.Name = en.Type, en.Name
 			se.Entity = append(se.Entity, re)
 		}
-		if code, msg := checkQuotaEntry(e); code != nil {
+		if !clusterOK {
+			se.ErrorCode, se.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+		} else if code, msg := checkQuotaEntry(e); code != nil {
 			se.ErrorCode, se.ErrorMessage = code.Code, &msg
 		}
 		resp.Entries = append(resp.Entries, se)

@@ -36,6 +36,10 @@ const (
 func (a *Agent) handleUpdateFeatures(_ context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.UpdateFeaturesRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+	if !a.authorizeCluster(r, opAlter) {
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+		return resp, nil
+	}
 	for _, u := range req.FeatureUpdates {
 		if why := featureRefusal(req.Version, u); why != "" {
 			resp.ErrorCode = kerr.InvalidUpdateVersion.Code

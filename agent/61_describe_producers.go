@@ -39,6 +39,7 @@ func (a *Agent) handleDescribeProducers(ctx context.Context, r *request) (kmsg.R
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		t, ok, err := a.topics.find(ctx, rt.Topic, look)
+		denied := !a.authorize(r, opRead, resTopic, rt.Topic)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
@@ -48,6 +49,8 @@ func (a *Agent) handleDescribeProducers(ctx context.Context, r *request) (kmsg.R
 				sp.ErrorMessage = &msg
 			}
 			switch {
+			case denied:
+				fail(kerr.TopicAuthorizationFailed)
 			case err != nil:
 				fail(kerr.UnknownServerError)
 			case !ok || p < 0 || p >= t.Partitions:

@@ -29,6 +29,11 @@ func (a *Agent) handleDescribeTransactions(ctx context.Context, r *request) (kms
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
 		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+		if !a.authorize(r, opDescribe, resTxnID, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		t, err := a.store.LoadTxn(ctx, id)
 		switch {
 		case !a.txn.isOwner(id):
@@ -48,6 +53,9 @@ func (a *Agent) handleDescribeTransactions(ctx context.Context, r *request) (kms
 			if t.State == metadata.TxnOngoing || t.State == metadata.TxnPrepareCommit || t.State == metadata.TxnPrepareAbort {
 				idx := map[string]int{}
 				for _, p := range t.Partitions {
+					if !a.authorize(r, opDescribe, resTopic, p.Topic) {
+						continue // topics not allowed are left out, as in Kafka
+					}
 					i, ok := idx[p.Topic]
 					if !ok {
 						i = len(st.Topics)

@@ -44,6 +44,7 @@ func (a *Agent) handleListTransactions(ctx context.Context, r *request) (kmsg.Re
 	for _, t := range all {
 		switch {
 		case !a.txn.isOwner(t.ID):
+		case !a.authorize(r, opDescribe, resTxnID, t.ID):
 		case len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, string(t.State)):
 		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, t.ProducerID):
 		case req.Version >= 1 && req.DurationFilterMillis >= 0 &&

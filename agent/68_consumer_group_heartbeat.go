@@ -43,6 +43,15 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 		resp.ErrorMessage = &msg
 		return resp, nil
 	}
+	// READ on the group, DESCRIBE on every topic subscribed by name.
+	if !a.authorize(r, opRead, resGroup, req.Group) {
+		return fail(kerr.GroupAuthorizationFailed)
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if !a.authorize(r, opDescribe, resTopic, t) {
+			return fail(kerr.TopicAuthorizationFailed)
+		}
+	}
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID)
 	}

@@ -30,6 +30,11 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = -2147483648
+		if !a.authorize(r, opDescribe, resGroup, id) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if err != nil {
 			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			resp.Groups = append(resp.Groups, rg)

@@ -84,6 +84,15 @@ func (a *Agent) handleDescribeTopicPartitions(ctx context.Context, r *request) (
 	live := a.liveAgents()
 	look := newLookups()
 	for _, name := range names {
+		if !a.authorize(r, opDescribe, resTopic, name) {
+			if !fetchAll { // named: refused; listed: left out
+				st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+				n := name
+				st.Topic, st.ErrorCode = &n, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, st)
+			}
+			continue
+		}
 		if remaining == 0 {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: 0}
 			break

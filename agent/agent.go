@@ -40,6 +40,7 @@ type Agent struct {
 	fetchBudget *byteBudget
 	coord       *coordinator    // consumer groups this agent coordinates
 	txn         *txnCoordinator // transactional ids this agent coordinates
+	authz       *authorizer     // ACL checks (authz.go)
 
 	id    string
 	self  metadata.Agent // registered identity, NodeID set by the store
@@ -115,6 +116,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
+	a.authz = newAuthorizer(cfg.Authz, store, a.log)
 	a.reqBudget = newByteBudget(cfg.requestBudget())
 	a.fetchBudget = newByteBudget(cfg.FetchBufferBytes)
 	return a
@@ -177,6 +179,10 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err := a.refreshLive(ctx); err != nil {
 		a.closeListeners()
 		return err
+	}
+	if err := a.authz.refresh(ctx); err != nil {
+		a.closeListeners()
+		return fmt.Errorf("load acls: %w", err)
 	}
 
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -408,6 +414,7 @@ func (a *Agent) heartbeatLoop() {
 		} else if err := a.refreshLive(ctx); err != nil {
 			a.log.Warn("refresh live agents failed", "err", err)
 		}
+		a.authz.poll(ctx) // ACL changes of other agents, within one interval
 		cancel()
 	}
 }

@@ -112,6 +112,12 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleConsumerGroupHeartbeat(ctx, r)
 	case kmsg.ConsumerGroupDescribe:
 		return a.handleConsumerGroupDescribe(ctx, r)
+	case kmsg.DescribeACLs:
+		return a.handleDescribeACLs(ctx, r)
+	case kmsg.CreateACLs:
+		return a.handleCreateACLs(ctx, r)
+	case kmsg.DeleteACLs:
+		return a.handleDeleteACLs(ctx, r)
 	default:
 		return nil, fmt.Errorf("no handler for api key %d", r.hdr.APIKey)
 	}

@@ -132,6 +132,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// AgentTTL is how long an agent without heartbeat is still listed.
 	AgentTTL time.Duration
+
+	// Authz is ACL authorization (authz.go); off in the zero value. ACL
+	// changes made through other agents are seen within HeartbeatInterval.
+	Authz AuthzConfig
 	// DrainDelay is how long a closing agent serves on after leaving the
 	// registry, so that the other agents (refreshing every
 	// HeartbeatInterval) stop naming it first (drain.go). Zero: no wait.

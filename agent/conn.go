@@ -39,6 +39,8 @@ type conn struct {
 	// sasl is the authentication state of a SASL listener's connection
 	// (sasl.go), nil on other listeners; reader-owned.
 	sasl *saslConn
+	// authz caches the connection's authorization decisions (authz.go).
+	authz connAuthz
 	// remoteHost is the peer's address without its port.
 	remoteHost string
 	zone       string // client's zone from its first request's client id, if any

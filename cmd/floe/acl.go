@@ -33,7 +33,8 @@ func init() {
 const aclUsage = `usage: floe acl add|remove|list [flags]
 
   add     create ACLs: every principal x host x resource x operation given
-  remove  delete the ACLs the flags select (unset: any)
+  remove  delete the ACLs the flags select (unset: any; a resource or a
+          principal is required)
   list    list the ACLs the flags select (unset: any)
 
 Resources: --topic, --group, --transactional-id (comma-separated names),
@@ -196,6 +197,9 @@ func (f *aclFlags) check() error {
 	case "remove":
 		if f.principal != "" {
 			return errors.New("remove: --principal is for list; use --allow-principal or --deny-principal")
+		}
+		if !f.resourcesGiven && len(f.allowList)+len(f.denyList) == 0 {
+			return errors.New("remove: name a resource or a principal (--topic, --group, --transactional-id, --cluster, --allow-principal, --deny-principal)")
 		}
 	case "list":
 		if f.allow != "" || f.deny != "" || f.allowHosts != "" || f.denyHosts != "" {

@@ -128,6 +128,9 @@ func TestACLCommand(t *testing.T) {
 	if _, err := run("add", "--allow-principal", "User:alice", "--topic", "orders"); err == nil {
 		t.Fatal("add without --operation was accepted")
 	}
+	if _, err := run("remove"); err == nil {
+		t.Fatal("a remove of everything was accepted")
+	}
 	if _, err := run("add", "--allow-principal", "alice", "--operation", "read", "--topic", "orders"); err == nil {
 		t.Fatal("a principal without a type was accepted")
 	}

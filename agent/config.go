@@ -132,10 +132,9 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// AgentTTL is how long an agent without heartbeat is still listed.
 	AgentTTL time.Duration
-
-	// Authz is ACL authorization (authz.go); off in the zero value. ACL
-	// changes made through other agents are seen within HeartbeatInterval.
-	Authz AuthzConfig
+	// LagInterval is how often the agent computes the lag of the consumer
+	// groups placed on it (lag.go); zero turns it off.
+	LagInterval time.Duration
 	// DrainDelay is how long a closing agent serves on after leaving the
 	// registry, so that the other agents (refreshing every
 	// HeartbeatInterval) stop naming it first (drain.go). Zero: no wait.
@@ -199,6 +198,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval:  time.Second,
 		AgentTTL:           6 * time.Second,
 		DrainDelay:         2 * time.Second,
+		LagInterval:        30 * time.Second,
 		RemotePollInterval: 100 * time.Millisecond,
 		TopicCacheTTL:      time.Second,
 	}
@@ -220,6 +220,7 @@ func DevConfig() Config {
 	c.AutoCreateTopics = true
 	c.GroupInitialRebalanceDelay = 500 * time.Millisecond
 	c.ConsumerGroupHeartbeatInterval = time.Second
+	c.LagInterval = 5 * time.Second
 	// A local broker keeps what it is given unless a topic sets
 	// retention.ms or retention.bytes itself.
 	c.TopicDefaults.Retention = -time.Millisecond

@@ -62,6 +62,8 @@ type coordinator struct {
 	// limits bounds what group configs may set (group_configs.go).
 	ccfg   group.ConsumerConfig
 	limits consumerLimits
+	// lag reports the lag of the groups placed here (lag.go).
+	lag *lagMonitor
 
 	mu     sync.Mutex
 	groups map[string]*groupEntry
@@ -86,7 +88,8 @@ type groupEntry struct {
 }
 
 func newCoordinator(a *Agent) *coordinator {
-	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}}
+	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, lag: &lagMonitor{a: a}}
+	a.metrics.reg.MustRegister(c.lag)
 	c.leases = newLeased(a, &c.mu, c.groups, leaseHooks[*groupEntry]{
 		kind:     "group",
 		name:     metadata.GroupLeaseName,
@@ -226,6 +229,8 @@ func (c *coordinator) unload(e *groupEntry) {
 // run is the coordinator's background loop (leased.run), owned by the
 // Agent's WaitGroup; it also expires offsets every expireInterval.
 func (c *coordinator) run() {
+	c.a.wg.Add(1)
+	go c.lag.run()
 	nextExpire := time.Now().Add(expireInterval)
 	c.leases.run(groupTick, func(now time.Time) {
 		if !now.Before(nextExpire) {

@@ -100,7 +100,6 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka listener `host:port`")
 	registerTopicDefaults(fs, &c.TopicDefaults)
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
-	registerAuthzFlags(fs, &c.Authz) // acl.go
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "`host:port` given to clients in Metadata (default: the Kafka listener)")
 	fs.StringVar(&c.Zone, "zone", c.Zone, "availability `zone` of this agent; clients with floe_az=ZONE in their client id prefer agents of their zone")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time a produced batch waits before its object is flushed")
@@ -134,6 +133,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ConsumerGroupMaxHeartbeatInterval, "group-consumer-max-heartbeat-interval", c.ConsumerGroupMaxHeartbeatInterval, "longest consumer.heartbeat.interval.ms a KIP-848 group may set (group.consumer.max.heartbeat.interval.ms)")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "read cache budget in `bytes`")
 	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
+	fs.DurationVar(&c.LagInterval, "lag-interval", c.LagInterval, "how often floe_group_lag_* and floe_partition_retention_headroom_seconds are computed for the groups this agent coordinates (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 30*time.Second, "bound on the whole shutdown: drain, flush, in-flight requests, lease hand-offs")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on SIGTERM, how long the agent serves on after leaving the registry, so that the other agents stop naming it in Metadata first (at most half of --shutdown-grace)")

@@ -39,6 +39,11 @@ func (a *Agent) handleDescribeUserScramCredentials(ctx context.Context, r *reque
 			names = append(names, u.Name)
 		}
 	}
+	if !a.authorizeCluster(r, opDescribe) { // as Kafka: DESCRIBE on the cluster
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+		return resp, nil
+	}
 	creds, err := a.store.ScramCredentials(ctx, names)
 	if err != nil {
 		resp.ErrorCode = kerr.UnknownServerError.Code

@@ -46,6 +46,11 @@ func (a *Agent) handleAlterUserScramCredentials(ctx context.Context, r *request)
 			results[user], messages[user] = code, msg
 		}
 	}
+	if !a.authorizeCluster(r, opAlter) { // as Kafka: ALTER on the cluster, every user refused
+		for _, user := range order {
+			fail(user, kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Message)
+		}
+	}
 	for user, n := range seen {
 		if n > 1 {
 			fail(user, kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")

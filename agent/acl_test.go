@@ -350,6 +350,14 @@ func TestACLAPIsAcrossAgents(t *testing.T) {
 	if err := codeIs(on[*kmsg.DescribeACLsResponse](t, c.cb, describeAllReq()).ErrorCode, nil); err != nil {
 		t.Fatal("describe on b:", err)
 	}
+	// SCRAM users are cluster ALTER too.
+	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+	del.Name, del.Mechanism = "alice", 2
+	scram.Deletions = append(scram.Deletions, del)
+	if err := codeIs(on[*kmsg.AlterUserSCRAMCredentialsResponse](t, c.cb, scram).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed); err != nil {
+		t.Fatal("alter scram on b:", err)
+	}
 	// The deny removed behind the agents' backs: b sees the change.
 	f := metadata.AllACLs
 	f.Permission = metadata.ACLDeny
@@ -382,6 +390,10 @@ func TestACLAPIsAcrossAgents(t *testing.T) {
 	eventually(t, "b refuses DescribeAcls", func() error {
 		return codeIs(on[*kmsg.DescribeACLsResponse](t, c.cb, describeAllReq()).ErrorCode, kerr.ClusterAuthorizationFailed)
 	})
+	if err := codeIs(on[*kmsg.DescribeUserSCRAMCredentialsResponse](t, c.cb, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).ErrorCode,
+		kerr.ClusterAuthorizationFailed); err != nil {
+		t.Fatal("describe scram on b:", err)
+	}
 }
 
 // TestACLProduceFetch: WRITE and READ on topics, literal and prefixed,

@@ -132,6 +132,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// AgentTTL is how long an agent without heartbeat is still listed.
 	AgentTTL time.Duration
+
+	// Authz is ACL authorization (authz.go); off in the zero value. ACL
+	// changes made through other agents are seen within HeartbeatInterval.
+	Authz AuthzConfig
 	// LagInterval is how often the agent computes the lag of the consumer
 	// groups placed on it (lag.go); zero turns it off.
 	LagInterval time.Duration

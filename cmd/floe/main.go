@@ -100,6 +100,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka listener `host:port`")
 	registerTopicDefaults(fs, &c.TopicDefaults)
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
+	registerAuthzFlags(fs, &c.Authz) // acl.go
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "`host:port` given to clients in Metadata (default: the Kafka listener)")
 	fs.StringVar(&c.Zone, "zone", c.Zone, "availability `zone` of this agent; clients with floe_az=ZONE in their client id prefer agents of their zone")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time a produced batch waits before its object is flushed")

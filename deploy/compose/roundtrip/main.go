@@ -39,6 +39,7 @@ func run() error {
 	n := flag.Int("n", 1000, "records to produce and consume")
 	group := flag.String("group", "", "consumer group (default: TOPIC-group)")
 	timeout := flag.Duration("timeout", 2*time.Minute, "time limit for the whole round trip")
+	brokerWait := flag.Duration("broker-wait", 0, "how long to wait for -want-brokers brokers to be listed")
 	produce := flag.Bool("produce", true, "create -topic and produce -n records (false: consume an existing topic only)")
 	flag.Parse()
 	if *group == "" {
@@ -48,27 +49,48 @@ func run() error {
 	defer cancel()
 	seeds := strings.Split(*brokers, ",")
 
+	// Agents just started register with their first heartbeat, and
+	// stopped ones stay listed for --agent-ttl: -broker-wait allows for
+	// it, asking each time with a new client, as a newly started client
+	// would (one client retrying kadm's BrokerMetadata every 500 ms was
+	// seen to keep the partial list it first got for 20-30 s, while new
+	// connections were given all three within 2 s).
+	brokerDeadline := time.Now().Add(*brokerWait)
+	for {
+		mdCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			return err
+		}
+		md, err := kadm.NewClient(mdCl).BrokerMetadata(ctx)
+		mdCl.Close()
+		if err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+		var listed []string
+		for _, b := range md.Brokers {
+			listed = append(listed, fmt.Sprintf("%d=%s:%d", b.NodeID, b.Host, b.Port))
+		}
+		sort.Strings(listed)
+		if len(listed) == *wantBrokers {
+			fmt.Printf("brokers: %d listed: %s\n", len(listed), strings.Join(listed, " "))
+			break
+		}
+		if time.Now().After(brokerDeadline) {
+			return fmt.Errorf("%d brokers listed, want %d: %s", len(listed), *wantBrokers, strings.Join(listed, " "))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d brokers listed, want %d: %w", len(listed), *wantBrokers, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return err
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-
-	md, err := adm.BrokerMetadata(ctx)
-	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
-	}
-	var listed []string
-	for _, b := range md.Brokers {
-		listed = append(listed, fmt.Sprintf("%d=%s:%d", b.NodeID, b.Host, b.Port))
-	}
-	sort.Strings(listed)
-	fmt.Printf("brokers: %d listed: %s\n", len(listed), strings.Join(listed, " "))
-	if len(listed) != *wantBrokers {
-		return fmt.Errorf("%d brokers listed, want %d", len(listed), *wantBrokers)
-	}
-
 	if *produce {
 		if err := createAndProduce(ctx, adm, seeds, *topic, *partitions, *n); err != nil {
 			return err

@@ -219,6 +219,47 @@ kcat:
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT_UPDATE) && $(SUDO) apt-get install -y postgresql; }
 
+# make k8s-test (not part of make test: about 15 minutes warm, and the tools below take about
+# 35 minutes to build cold): floe's chart on a real Kubernetes started on this machine. The
+# control plane, kubelet and metrics-server are built from the Go module proxy into $(TOOLS)
+# by scripts/k8s-tools.sh, only when missing; the image is `make image`'s floe:dev, saved with
+# the Docker CLI at DOCKER (the engine: DOCKER_HOST) and imported into the nodes' containerd.
+K8S_VERSION            := v1.37.2
+K8S_DIR                := $(TOOLS)/kubernetes-$(K8S_VERSION)
+ETCD_VERSION           := v3.6.16
+ETCD_BIN               := $(TOOLS)/etcd-$(ETCD_VERSION)/etcd
+METRICS_SERVER_VERSION := v0.9.0
+METRICS_SERVER_BIN     := $(TOOLS)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
+DOCKER                 ?= /usr/bin/docker
+K8S_IMAGE_TAR          ?= /tmp/floe-k8s-image.tar
+
+.PHONY: k8s-test k8s-tools cni
+
+## k8s-test: the chart on a real two-node Kubernetes (root; see deploy/k8stest/doc.go): helm
+## install --wait, a producer and a consumer group through a rolling restart, scale 1 -> 3 -> 1,
+## a drain under the PDB and HPA scaling; every acknowledged record consumed
+k8s-test: k8s-tools minio postgres helm
+	PATH="$(dir $(DOCKER)):$$PATH" $(MAKE) image
+	$(DOCKER) save floe:dev -o $(K8S_IMAGE_TAR)
+	FLOE_REQUIRE_SERVERS=1 FLOE_K8S_BIN_DIR=$(K8S_DIR) FLOE_ETCD_BIN=$(ETCD_BIN) \
+		FLOE_METRICS_SERVER_BIN=$(METRICS_SERVER_BIN) FLOE_K8S_IMAGE_TAR=$(K8S_IMAGE_TAR) \
+		$(GO) test -tags k8s -count=1 -v -timeout 60m ./deploy/k8stest/; \
+		rc=$$?; rm -f $(K8S_IMAGE_TAR); exit $$rc
+
+## k8s-tools: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, etcd and
+## metrics-server into $(TOOLS) (about 25, 1 and 9 minutes cold), and Debian's CNI plugins
+k8s-tools: $(K8S_DIR)/kubelet $(ETCD_BIN) $(METRICS_SERVER_BIN) cni
+$(K8S_DIR)/kubelet:
+	scripts/k8s-tools.sh kubernetes $(K8S_DIR) $(K8S_VERSION)
+$(ETCD_BIN):
+	scripts/k8s-tools.sh etcd $(dir $(ETCD_BIN)) $(ETCD_VERSION)
+$(METRICS_SERVER_BIN):
+	scripts/k8s-tools.sh metrics-server $(dir $(METRICS_SERVER_BIN)) $(METRICS_SERVER_VERSION)
+
+## cni: install Debian's CNI plugins (bridge, host-local) when missing
+cni:
+	@test -x /usr/lib/cni/bridge || { $(APT_UPDATE) && $(SUDO) apt-get install -y containernetworking-plugins; }
+
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATE := $(SUDO) apt-get update
 

@@ -72,6 +72,9 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 	resp.ClusterID = &cid
 	resp.ControllerID = live[0].NodeID
 	resp.AuthorizedOperations = -2147483648
+	if req.IncludeClusterAuthorizedOperations { // v8–10
+		resp.AuthorizedOperations = a.authorizedOps(r, resCluster, clusterName)
+	}
 
 	all, err := a.topics.all(ctx)
 	if err != nil {
@@ -131,7 +134,11 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 		}
 	}
 	for _, t := range topics {
-		resp.Topics = append(resp.Topics, a.metadataTopic(t, live, r.c.zone))
+		mt := a.metadataTopic(t, live, r.c.zone)
+		if req.IncludeTopicAuthorizedOperations {
+			mt.AuthorizedOperations = a.authorizedOps(r, resTopic, t.Name)
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
 	resp.Topics = append(resp.Topics, missing...)
 	return resp, nil

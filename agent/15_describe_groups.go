@@ -36,6 +36,9 @@ func (a *Agent) handleDescribeGroups(ctx context.Context, r *request) (kmsg.Resp
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
+		if req.IncludeAuthorizedOperations {
+			rg.AuthorizedOperations = a.authorizedOps(r, resGroup, id)
+		}
 		if code := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) {
 			if !e.exists && e.g.IsEmpty() {
 				rg.State = "Dead"

@@ -22,6 +22,12 @@ func (a *Agent) handleDescribeCluster(_ context.Context, r *request) (kmsg.Respo
 	resp.ClusterID = clusterID
 	resp.ControllerID = live[0].NodeID
 	resp.ClusterAuthorizedOperations = -2147483648
+	if req.IncludeClusterAuthorizedOperations { // none without DESCRIBE, as in Kafka
+		resp.ClusterAuthorizedOperations = 0
+		if a.authorizeCluster(r, opDescribe) {
+			resp.ClusterAuthorizedOperations = a.authorizedOps(r, resCluster, clusterName)
+		}
+	}
 	for _, l := range live {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = l.NodeID

@@ -35,6 +35,9 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
+		if req.IncludeAuthorizedOperations {
+			rg.AuthorizedOperations = a.authorizedOps(r, resGroup, id)
+		}
 		if err != nil {
 			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			resp.Groups = append(resp.Groups, rg)

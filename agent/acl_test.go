@@ -248,6 +248,13 @@ func TestACLSecurityDisabled(t *testing.T) {
 	if err := codeIs(xr.Results[0].ErrorCode, kerr.SecurityDisabled); err != nil {
 		t.Fatal("delete:", err)
 	}
+	// Every operation is authorized: the cluster's as Kafka lists them.
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	want := int32(1<<opCreate | 1<<opClusterAction | 1<<opDescribeConfigs | 1<<opAlterConfigs | 1<<opIdempotentWrite | 1<<opAlter | 1<<opDescribe)
+	if ops := on[*kmsg.DescribeClusterResponse](t, cl, dc).ClusterAuthorizedOperations; ops != want {
+		t.Fatalf("cluster's authorized operations %b, want %b", ops, want)
+	}
 	if acls, err := ta.store.ListACLs(context.Background(), metadata.AllACLs); err != nil || len(acls) != 0 {
 		t.Fatalf("acls stored without an authorizer: %v, %v", acls, err)
 	}
@@ -694,6 +701,18 @@ func TestACLTopicAdmin(t *testing.T) {
 		}
 		return nil
 	})
+	// Authorized operations: CREATE and DESCRIBE (prefixed new-) on new-a.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.IncludeTopicAuthorizedOperations = true
+	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("new-a")}}
+	if ops := on[*kmsg.MetadataResponse](t, c.cb, mreq).Topics[0].AuthorizedOperations; ops != 1<<opCreate|1<<opDescribe {
+		t.Fatalf("new-a's authorized operations %b, want CREATE and DESCRIBE %b", ops, 1<<opCreate|1<<opDescribe)
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	if ops := on[*kmsg.DescribeClusterResponse](t, c.cb, dc).ClusterAuthorizedOperations; ops != 1<<opAlter|1<<opDescribe {
+		t.Fatalf("cluster's authorized operations %b, want ALTER and DESCRIBE %b", ops, 1<<opAlter|1<<opDescribe)
+	}
 	named := metadataNames("orders", "new-a", "new-auto", "nope")
 	if err := errors.Join(codeIs(named["orders"], kerr.TopicAuthorizationFailed), codeIs(named["new-a"], nil),
 		codeIs(named["new-auto"], kerr.LeaderNotAvailable), codeIs(named["nope"], kerr.TopicAuthorizationFailed)); err != nil {

@@ -382,3 +382,26 @@ func (a *Agent) configAuthz(r *request, op kmsg.ACLOperation, typ kmsg.ConfigRes
 	}
 	return nil
 }
+
+// The operations Kafka reports as authorized for each resource type
+// (AclEntry.supportedOperations), in the bit fields of Metadata,
+// DescribeCluster, DescribeGroups and ConsumerGroupDescribe.
+var supportedOps = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	resTopic:   {opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs},
+	resGroup:   {opRead, opDescribe, opDelete, opDescribeConfigs, opAlterConfigs},
+	resCluster: {opCreate, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite, opAlter, opDescribe},
+	resTxnID:   {opDescribe, opWrite},
+}
+
+// authorizedOps is the bit field (1<<operation) of the operations r may do
+// on a resource; every supported one with authorization off, as Kafka
+// reports without an authorizer.
+func (a *Agent) authorizedOps(r *request, typ kmsg.ACLResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOps[typ] {
+		if a.authorize(r, op, typ, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}

@@ -20,6 +20,11 @@ type Config struct {
 	// AdvertiseAddr is the host:port put in Metadata responses; empty means
 	// the Kafka listener's own address.
 	AdvertiseAddr string
+	// AdvertiseHTTPAddr is the host:port the other agents reach the HTTP
+	// listener at (the zone's shared read cache, peer_cache.go); empty
+	// means the first listener's advertised host with the HTTP listener's
+	// port. An agent without an HTTP listener advertises none.
+	AdvertiseHTTPAddr string
 	// Listeners are the Kafka listeners (listeners.go); empty means one
 	// PLAINTEXT listener on KafkaAddr, advertised as AdvertiseAddr.
 	Listeners []Listener
@@ -127,6 +132,12 @@ type Config struct {
 
 	// CacheBytes is the read cache's budget.
 	CacheBytes int64
+	// ReadCachePeers makes the agents of a zone one read cache: a range
+	// another agent of the zone owns (rendezvous hashing) is read through
+	// that agent's cache, so the zone GETs it from object storage about
+	// once (peer_cache.go). Off, this agent GETs every range it misses
+	// itself, but still serves the ranges it owns to its peers.
+	ReadCachePeers bool
 	// HeartbeatInterval is how often the agent heartbeats in the store and
 	// refreshes its view of live agents.
 	HeartbeatInterval time.Duration
@@ -199,6 +210,7 @@ func DefaultConfig() Config {
 
 		DefaultPartitions:  1,
 		CacheBytes:         256 << 20,
+		ReadCachePeers:     true,
 		HeartbeatInterval:  time.Second,
 		AgentTTL:           6 * time.Second,
 		DrainDelay:         2 * time.Second,

@@ -102,6 +102,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
 	registerAuthzFlags(fs, &c.Authz) // acl.go
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "`host:port` given to clients in Metadata (default: the Kafka listener)")
+	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", c.AdvertiseHTTPAddr, "`host:port` the other agents reach the HTTP listener at, for the zone's shared read cache (default: the advertised Kafka host with the --http-addr port)")
 	fs.StringVar(&c.Zone, "zone", c.Zone, "availability `zone` of this agent; clients with floe_az=ZONE in their client id prefer agents of their zone")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time a produced batch waits before its object is flushed")
 	fs.Int64Var(&c.FlushBytes, "flush-bytes", c.FlushBytes, "flush the pending object once it holds this many `bytes`")
@@ -133,6 +134,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ConsumerGroupMinHeartbeatInterval, "group-consumer-min-heartbeat-interval", c.ConsumerGroupMinHeartbeatInterval, "shortest consumer.heartbeat.interval.ms a KIP-848 group may set (group.consumer.min.heartbeat.interval.ms)")
 	fs.DurationVar(&c.ConsumerGroupMaxHeartbeatInterval, "group-consumer-max-heartbeat-interval", c.ConsumerGroupMaxHeartbeatInterval, "longest consumer.heartbeat.interval.ms a KIP-848 group may set (group.consumer.max.heartbeat.interval.ms)")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "read cache budget in `bytes`")
+	fs.BoolVar(&c.ReadCachePeers, "read-cache-peers", c.ReadCachePeers, "read the ranges another agent of this zone owns through that agent's read cache (one GET per range per zone); the agent serves its own ranges to peers either way")
 	fs.DurationVar(&c.AgentTTL, "agent-ttl", c.AgentTTL, "how long an agent without heartbeat stays listed")
 	fs.DurationVar(&c.LagInterval, "lag-interval", c.LagInterval, "how often floe_group_lag_* and floe_partition_retention_headroom_seconds are computed for the groups this agent coordinates (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")

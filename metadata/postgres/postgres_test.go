@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,4 +88,31 @@ func BenchmarkCommitObject(b *testing.B) {
 func BenchmarkCreateTopic(b *testing.B) {
 	srv := pgtest.Start(b)
 	storetest.BenchCreateTopic(b, func(b *testing.B) metadata.Store { return open(b, srv) })
+}
+
+// BenchmarkConcurrentCommits: see storetest.BenchConcurrentCommits. Each
+// simulated agent has a pool of one connection: an agent's commits are
+// serialised (flush order), so one is all its flushes use at a time.
+func BenchmarkConcurrentCommits(b *testing.B) {
+	srv := pgtest.Start(b)
+	storetest.BenchConcurrentCommits(b, func(b *testing.B) (metadata.Store, func() metadata.Store) {
+		url := srv.CreateDatabase(b, "")
+		first, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { first.Close() })
+		return first, func() metadata.Store {
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			s, err := postgres.Open(context.Background(), url+sep+"pool_max_conns=1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}
+	})
 }

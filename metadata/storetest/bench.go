@@ -3,7 +3,10 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +139,126 @@ func BenchCreateTopic(b *testing.B, open func(b *testing.B) metadata.Store) {
 			}
 		}
 	})
+}
+
+// BenchConcurrentCommits measures the store as the one thing every agent
+// shares: committers (simulated agents, each with a store handle of its
+// own, as each agent has its own connection pool) commit flushes of 16
+// partitions chosen at random out of 64 hot ones, plain or idempotent (two
+// producers per agent, sequences advancing per partition), all at once.
+// It reports commits/s over the whole run and the p50/p99 latency of one
+// commit. open returns the store of the first committer (a new, empty
+// database) and a function opening one more handle to the same database.
+func BenchConcurrentCommits(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store)) {
+	for _, idempotent := range []bool{false, true} {
+		for _, committers := range []int{1, 8, 32, 128} {
+			name := fmt.Sprintf("committers=%d", committers)
+			if idempotent {
+				name += "/idempotent"
+			}
+			b.Run(name, func(b *testing.B) { benchConcurrent(b, open, committers, idempotent) })
+		}
+	}
+}
+
+func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store), committers int, idempotent bool) {
+	const hot, perFlush, producers, batchRecords, batchBytes = 64, 16, 2, 10, 10 * 1024
+	ctx := context.Background()
+	first, more := open(b)
+	tp, err := first.CreateTopic(ctx, "hot", hot, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type committer struct {
+		s    metadata.Store
+		pids []int64
+		seq  map[[2]int64]int32 // (pid, partition) → next sequence
+		rng  *rand.Rand
+		lat  []time.Duration
+	}
+	cs := make([]*committer, committers)
+	for i := range cs {
+		c := &committer{s: first, seq: map[[2]int64]int32{}, rng: rand.New(rand.NewPCG(uint64(i), 7))}
+		if i > 0 {
+			c.s = more()
+		}
+		for range producers {
+			pid := int64(-1)
+			if idempotent {
+				if pid, _, err = c.s.(metadata.ProducerStore).InitProducerID(ctx, -1, -1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c.pids = append(c.pids, pid)
+		}
+		cs[i] = c
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, committers)
+	b.ResetTimer()
+	start := time.Now()
+	for ci, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > int64(b.N) {
+					return
+				}
+				parts := c.rng.Perm(hot)[:perFlush]
+				slices.Sort(parts)
+				obj := metadata.ObjectCommit{Key: fmt.Sprintf("bench-%d-%d", ci, n), AgentID: fmt.Sprint("agent-", ci)}
+				for _, p := range parts {
+					r := metadata.RunCommit{TopicID: tp.ID, Partition: int32(p), ByteOffset: obj.Size,
+						ByteLength: producers * batchBytes, Batches: producers, Records: producers * batchRecords,
+						MinTimestamp: 1, MaxTimestamp: 2}
+					for _, pid := range c.pids {
+						bc := metadata.BatchCommit{ByteLength: batchBytes, Records: batchRecords, MinTimestamp: 1, MaxTimestamp: 2, ProducerID: pid}
+						if idempotent {
+							k := [2]int64{pid, int64(p)}
+							bc.BaseSequence = c.seq[k]
+							c.seq[k] += batchRecords
+						}
+						r.BatchList = append(r.BatchList, bc)
+					}
+					obj.Runs = append(obj.Runs, r)
+					obj.Size += r.ByteLength
+				}
+				t0 := time.Now()
+				res, err := c.s.CommitObject(ctx, obj)
+				c.lat = append(c.lat, time.Since(t0))
+				if err == nil {
+					for _, r := range res {
+						for _, br := range r.Batches {
+							if br.Err != nil || br.Duplicate {
+								err = fmt.Errorf("commit %s: batch result %+v", obj.Key, br)
+							}
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	var lat []time.Duration
+	for _, c := range cs {
+		lat = append(lat, c.lat...)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "commits/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }

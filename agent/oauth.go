@@ -188,11 +188,11 @@ type oauthExchange struct {
 func (e *oauthExchange) step(ctx context.Context, msg []byte) ([]byte, bool, error) {
 	token, err := bearerToken(msg)
 	if err != nil {
-		return nil, false, fmt.Errorf("Authentication failed: %v", err)
+		return nil, false, authFailedf("Authentication failed: %v", err)
 	}
 	id, err := e.v.verify(ctx, token)
 	if err != nil {
-		return nil, false, fmt.Errorf("Authentication failed: invalid token: %v", err)
+		return nil, false, authFailedf("Authentication failed: invalid token: %v", err)
 	}
 	e.id = id
 	return nil, true, nil

@@ -82,6 +82,14 @@ type saslConn struct {
 	expires time.Time
 }
 
+// authFailed is a failed authentication, in the words the client is
+// told (Kafka's, which begin with a capital).
+type authFailed string
+
+func (e authFailed) Error() string { return string(e) }
+
+func authFailedf(format string, args ...any) error { return authFailed(fmt.Sprintf(format, args...)) }
+
 // errSASLClose: the connection must close (refused request, failed
 // authentication already answered, expired session).
 var errSASLClose = errors.New("sasl: closing connection")
@@ -227,17 +235,17 @@ type plainExchange struct {
 func (p *plainExchange) step(ctx context.Context, msg []byte) ([]byte, bool, error) {
 	parts := strings.Split(string(msg), "\x00")
 	if len(parts) != 3 || parts[1] == "" {
-		return nil, false, errors.New("Authentication failed: invalid SASL/PLAIN message")
+		return nil, false, authFailed("Authentication failed: invalid SASL/PLAIN message")
 	}
 	authz, user, pass := parts[0], parts[1], parts[2]
 	if authz != "" && authz != user {
-		return nil, false, errors.New("Authentication failed: Client requested an authorization id that is different from username")
+		return nil, false, authFailed("Authentication failed: Client requested an authorization id that is different from username")
 	}
 	if err := checkPassword(ctx, p.store, user, pass); err != nil {
 		if errors.Is(err, errBadPassword) {
-			return nil, false, errors.New("Authentication failed: Invalid username or password")
+			return nil, false, authFailed("Authentication failed: Invalid username or password")
 		}
-		return nil, false, fmt.Errorf("Authentication failed: %v", err)
+		return nil, false, authFailedf("Authentication failed: %v", err)
 	}
 	p.id = &identity{principal: "User:" + user}
 	return nil, true, nil
@@ -274,7 +282,7 @@ func newScramExchange(store metadata.CredentialStore, mechanism string) (*scramE
 }
 
 func (e *scramExchange) fail(why string) error {
-	return fmt.Errorf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s (%s)", e.mech, why)
+	return authFailedf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s (%s)", e.mech, why)
 }
 
 func (e *scramExchange) step(ctx context.Context, msg []byte) ([]byte, bool, error) {
@@ -317,7 +325,7 @@ func (e *scramExchange) clientFirst(ctx context.Context, msg string) ([]byte, bo
 		return nil, false, e.fail("unknown user")
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("Authentication failed: %v", err)
+		return nil, false, authFailedf("Authentication failed: %v", err)
 	}
 	var sn [24]byte
 	_, _ = rand.Read(sn[:])

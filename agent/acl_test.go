@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"floe/metadata"
 	"floe/metadata/sqlite"
@@ -775,5 +776,76 @@ func TestACLSuperUser(t *testing.T) {
 	}
 	if err := codeIs(on[*kmsg.DescribeACLsResponse](t, c.cb, describeAllReq()).ErrorCode, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestACLAuthenticatedPrincipals: ACLs match the principal SASL
+// authenticated (and User:* every User principal, the anonymous one too)
+// and the client's host; a super user from the flag manages them.
+func TestACLAuthenticatedPrincipals(t *testing.T) {
+	sa := newSecureAgent(t, func(c *Config) { c.Authz = AuthzConfig{Enabled: true, SuperUsers: []string{"User:alice"}} })
+	ctx := aclCtx(t)
+	topics := map[string]metadata.Topic{}
+	for _, n := range []string{"orders", "shared", "hosty", "hosty2"} {
+		tp, err := sa.store.CreateTopic(ctx, n, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics[n] = tp
+	}
+	sasl := func(user string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")),
+			kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha512Mechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	alice, bob := sasl("alice"), sasl("bob")
+	anonCl := aclClient(t, sa.Agent) // KafkaAddr: the first listener, PLAINTEXT
+	creq := kmsg.NewPtrCreateACLsRequest()
+	for _, x := range []metadata.ACL{
+		acl(resTopic, "orders", lit, "User:bob", "*", opRead, allow),
+		acl(resTopic, "shared", lit, "User:*", "*", opWrite, allow),
+		acl(resTopic, "hosty", lit, "User:bob", "10.9.9.9", opRead, allow),
+		acl(resTopic, "hosty2", lit, "User:bob", "127.0.0.1", opRead, allow),
+	} {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceType(x.ResourceType), x.ResourceName, kmsg.ACLResourcePatternType(x.PatternType)
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = x.Principal, x.Host, kmsg.ACLOperation(x.Operation), kmsg.ACLPermissionType(x.Permission)
+		creq.Creations = append(creq.Creations, cr)
+	}
+	// bob may not manage ACLs; alice, a super user, may.
+	if err := codeIs(on[*kmsg.CreateACLsResponse](t, bob, creq).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed); err != nil {
+		t.Fatal("bob creates acls:", err)
+	}
+	for i, r := range on[*kmsg.CreateACLsResponse](t, alice, creq).Results {
+		if r.ErrorCode != 0 {
+			t.Fatalf("alice creates acl %d: %v", i, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	fetchCode := func(cl *kgo.Client, topic string) int16 {
+		return on[*kmsg.FetchResponse](t, cl, fetchReq(topics[topic], 0)).Topics[0].Partitions[0].ErrorCode
+	}
+	produceCode := func(cl *kgo.Client, topic string) error {
+		return produceCodes(on[*kmsg.ProduceResponse](t, cl, produceReq(t, topic, 0)), nil)
+	}
+	for _, tc := range []struct {
+		what string
+		err  error
+	}{
+		{"bob fetches orders", codeIs(fetchCode(bob, "orders"), nil)},
+		{"anonymous fetches orders", codeIs(fetchCode(anonCl, "orders"), kerr.TopicAuthorizationFailed)},
+		{"bob fetches hosty (another host's grant)", codeIs(fetchCode(bob, "hosty"), kerr.TopicAuthorizationFailed)},
+		{"bob fetches hosty2 (his host's grant)", codeIs(fetchCode(bob, "hosty2"), nil)},
+		{"bob produces to shared (User:*)", produceCode(bob, "shared")},
+		{"anonymous produces to shared (User:*)", produceCode(anonCl, "shared")},
+		{"bob produces to orders", produceCodes(on[*kmsg.ProduceResponse](t, bob, produceReq(t, "orders", 0)), kerr.TopicAuthorizationFailed)},
+		{"alice (super user) fetches hosty", codeIs(fetchCode(alice, "hosty"), nil)},
+	} {
+		if tc.err != nil {
+			t.Errorf("%s: %v", tc.what, tc.err)
+		}
 	}
 }

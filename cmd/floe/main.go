@@ -275,6 +275,7 @@ func runAgent(args []string) error {
 // serve opens the stores, runs the agent until SIGINT/SIGTERM, then shuts it
 // down: stop accepting, flush, answer in-flight requests, deregister.
 func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
+	setMemoryLimit(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, bucket, closeStores, err := openStores(ctx, metaURL, bucketURL, f.cfg.HTTPAddr, log)

@@ -151,6 +151,9 @@ func (z *authorizer) allowed(c *conn, op kmsg.ACLOperation, typ kmsg.ACLResource
 	}
 	ok := snap.decide(p, c.host(), op, typ, name, z.cfg.AllowEveryoneIfNoACL)
 	c.authz.put(snap, p, key, ok)
+	if !ok { // once per connection, snapshot and action: the cache answers repeats
+		z.log.Debug("denied", "principal", p, "host", c.host(), "operation", op, "resource_type", typ, "resource", name)
+	}
 	return ok
 }
 

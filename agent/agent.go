@@ -82,6 +82,8 @@ type Agent struct {
 	heads *heads
 
 	lim limits // limit hits, for limitHit's rate-limited log
+	// quotas are the client quotas this agent enforces (quota.go).
+	quotas clientQuotas
 
 	connMu     sync.Mutex
 	conns      map[*conn]struct{}
@@ -415,6 +417,7 @@ func (a *Agent) heartbeatLoop() {
 			a.log.Warn("refresh live agents failed", "err", err)
 		}
 		a.authz.poll(ctx) // ACL changes of other agents, within one interval
+		a.refreshQuotas(ctx)
 		cancel()
 	}
 }

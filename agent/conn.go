@@ -54,6 +54,9 @@ type conn struct {
 	// either is not idle.
 	inFlight  atomic.Int32
 	lastWrite atomic.Int64
+	// mutedUntil: a client over a quota is throttled, no request of it
+	// served before (unix nanos; quota.go).
+	mutedUntil atomic.Int64
 
 	closeOnce sync.Once
 }
@@ -155,6 +158,9 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() {
+	if c.connectionThrottled() { // connection_creation_rate (quota.go)
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, connBufSize)
 	for {
 		h, frame, err := c.readFrame(br)
@@ -281,6 +287,7 @@ func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 	if err := c.awaitFrame(br); err != nil {
 		return nil, nil, err
 	}
+	c.waitMuted() // a client over a quota: read nothing more of it, hold no budget (quota.go)
 	readBy := time.Now().Add(c.a.cfg.RequestReadTimeout)
 	c.setReadDeadline(readBy)
 	if _, err := io.ReadFull(br, sz[:]); err != nil {
@@ -454,6 +461,9 @@ func (c *conn) run(r *request, f *inflight) {
 	start := time.Now()
 	ctx := c.a.ctx
 	resp, err := c.a.handle(ctx, r)
+	if err == nil {
+		c.throttleAnswer(r, resp, time.Since(start)) // client quotas (quota.go)
+	}
 	f.resp, f.err, f.answer, f.fetchHeld = resp, err, r.answer, r.fetchHeld
 	c.a.metrics.observeRequest(r.hdr.APIKey, time.Since(start))
 	if err != nil {

@@ -29,6 +29,7 @@ type Agent struct {
 	store   metadata.Store
 	bucket  storage.Bucket // instrumented with metrics
 	cache   *storage.Cache
+	peers   *peerBucket // under cache: the zone's shared read cache
 	metrics *metrics
 	batcher *batcher
 	topics  *topicCache
@@ -113,7 +114,8 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		stopping:   make(chan struct{}),
 	}
 	a.bucket = &meteredBucket{Bucket: bucket, m: m}
-	a.cache = storage.NewCache(a.bucket, cfg.CacheBytes)
+	a.peers = newPeerBucket(a, a.bucket)
+	a.cache = storage.NewCache(a.peers, cfg.CacheBytes)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
@@ -168,7 +170,12 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 		a.httpLn = hl
 	}
-	self, err := a.store.RegisterAgent(ctx, a.registration())
+	reg := a.registration()
+	if reg.HTTPAddr, err = a.advertisedHTTP(reg.Host); err != nil {
+		a.closeListeners()
+		return err
+	}
+	self, err := a.store.RegisterAgent(ctx, reg)
 	if err != nil {
 		a.closeListeners()
 		return fmt.Errorf("register agent: %w", err)
@@ -188,6 +195,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	context.AfterFunc(a.ctx, a.peers.closeIdle)
 	a.batcher.start()
 	for _, l := range a.lns {
 		a.wg.Add(1)

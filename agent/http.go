@@ -32,6 +32,7 @@ func (a *Agent) httpHandler() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	mux.HandleFunc("GET "+peerRangePath, a.serveRange) // peer_cache.go
 	for pattern, h := range a.cfg.HTTPHandlers {
 		mux.Handle(pattern, a.requireAuth(h))
 	}

@@ -393,3 +393,49 @@ func kadmValues(vs kadm.ClientQuotaValues) string {
 	slices.Sort(ss)
 	return strings.Join(ss, ",")
 }
+
+// TestQuotaRequestPercentage: request_percentage charges handler time; a
+// client over it is told a throttle time of at most one window (Kafka's
+// bound for request quotas).
+func TestQuotaRequestPercentage(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	admin := ta.client(t)
+	// 0.01 % is 100 µs of handler time per second: a few requests pass it.
+	setQuota(t, admin, quotaClientID, kmsg.StringPtr("raw"), "request_percentage", 0.01)
+	rc := dialRaw(t, ta)
+	var throttle int32
+	for i := 0; i < 200 && throttle == 0; i++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 12
+		throttle = rc.roundTrip(req).(*kmsg.MetadataResponse).ThrottleMillis
+	}
+	if throttle <= 0 || throttle > int32(quotaWindow/time.Millisecond) {
+		t.Fatalf("throttle_time_ms = %d, want within (0, %v]", throttle, quotaWindow)
+	}
+	if got := counterValue(t, ta.quotas.throttles.WithLabelValues("request")); got < 1 {
+		t.Fatalf("floe_agent_quota_throttles_total{quota=request} = %v", got)
+	}
+}
+
+// TestQuotaConnectionRate: a connection_creation_rate of 1/s on 127.0.0.1
+// admits ten connections (1/s over the ten windows the rate is measured
+// over at least), and closes the next after its throttle time, unanswered.
+func TestQuotaConnectionRate(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	admin := ta.client(t)
+	setQuota(t, admin, quotaIP, kmsg.StringPtr("127.0.0.1"), "connection_creation_rate", 1)
+	answered := 0
+	for range 12 {
+		rc := dialRaw(t, ta)
+		if _, err := rc.try(kmsg.NewPtrApiVersionsRequest()); err != nil {
+			break
+		}
+		answered++
+	}
+	if answered < 9 || answered > 10 {
+		t.Fatalf("%d connections answered before one was refused, want 10 (9 if the admin client connected again)", answered)
+	}
+	if got := counterValue(t, ta.quotas.throttles.WithLabelValues("connection")); got != 1 {
+		t.Fatalf("floe_agent_quota_throttles_total{quota=connection} = %v, want 1", got)
+	}
+}

@@ -795,6 +795,7 @@ type jsCase struct {
 	Topic        string            `json:"topic"`
 	Tag          string            `json:"tag"`
 	N            int               `json:"n"`
+	EveryMs      int               `json:"everyMs,omitempty"`
 }
 
 func runSecurityJS(t *testing.T, ctx context.Context, node, dir string, c jsCase) []string {

@@ -5,6 +5,8 @@
 //   ssl          {ca, cert, key} file paths (cert and key optional); absent: plaintext
 //   localAddress the address to connect from (floe counts failed logins per address)
 //   topic, tag, n  produce n records to partition 0 of topic, then read them back in a group
+//   everyMs      instead: produce the n records one at a time, everyMs apart, with one
+//                producer (its connection outlives short SASL sessions), and read nothing
 // It prints "produced N", then "consumed OFFSET KEY=VALUE h=HEADER" for each
 // record read, and exits 0; or, when connecting fails, one line
 // "refused ERRORNAME: MESSAGE" and exits 0 too: the test judges the error.
@@ -64,7 +66,14 @@ async function main () {
     for (let i = 0; i < c.n; i++) {
       messages.push({ key: `${c.tag}-k${i}`, value: `${c.tag}-v${i}`, partition: 0, headers: { h: `${c.tag}-h${i}` } })
     }
-    await producer.send({ topic: c.topic, acks: -1, messages })
+    if (c.everyMs) {
+      for (const m of messages) {
+        await producer.send({ topic: c.topic, acks: -1, messages: [m] })
+        await new Promise(resolve => setTimeout(resolve, c.everyMs))
+      }
+    } else {
+      await producer.send({ topic: c.topic, acks: -1, messages })
+    }
   } catch (e) {
     console.log(`refused ${e.name}: ${e.message}`)
     await producer.disconnect().catch(() => {})
@@ -72,6 +81,7 @@ async function main () {
   }
   await producer.disconnect()
   console.log(`produced ${c.n}`)
+  if (c.everyMs) return
 
   const consumer = kafka.consumer({ groupId: 'floe-security-' + c.tag, maxWaitTimeInMs: 200 })
   await consumer.connect()

@@ -17,9 +17,10 @@ import (
 // on their connections and keep producing through several lifetimes; floe
 // cuts no connection for an expired session. Each client has a mechanism
 // of its own, so that floe's "SASL authenticated" lines can be counted per
-// client. (kcat is left out: librdkafka re-authenticates from 2.2.0 on;
-// Debian's 2.0.2 is disconnected at its first request after the session
-// ends, as Kafka disconnects it.)
+// client. (kcat is left out: Debian's librdkafka 2.0.2 does not implement
+// KIP-368 — a kcat -P that waits past a 2 s session is disconnected at its
+// next request, as Kafka disconnects it; later librdkafka releases
+// re-authenticate.)
 func TestSecurityReauthentication(t *testing.T) {
 	const lifetime, span, every = 2 * time.Second, 5 * time.Second, 250 * time.Millisecond
 	data := t.TempDir()

@@ -79,9 +79,31 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 		}); code != nil {
 			rg.ErrorCode = code.Code
 		}
+		if !a.describableAssignments(r, rg.Members) {
+			// As Kafka: the group is not described to a client that may
+			// not DESCRIBE every topic its members are assigned.
+			rg = kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = id, kerr.TopicAuthorizationFailed.Code
+			rg.ErrorMessage = kmsg.StringPtr("The group has described topic(s) that the client is not authorized to describe.")
+		}
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// describableAssignments reports whether r may DESCRIBE every topic of
+// the members' current and target assignments.
+func (a *Agent) describableAssignments(r *request, members []kmsg.ConsumerGroupDescribeResponseGroupMember) bool {
+	for _, m := range members {
+		for _, as := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range as.TopicPartitions {
+				if !a.authorize(r, opDescribe, resTopic, tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func describeAssignment(as group.Assignment, byName map[string]metadata.Topic) kmsg.Assignment {

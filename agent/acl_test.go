@@ -849,3 +849,46 @@ func TestACLAuthenticatedPrincipals(t *testing.T) {
 		}
 	}
 }
+
+// TestACLConsumerGroupKIP848: ConsumerGroupHeartbeat needs READ on the
+// group and DESCRIBE on the topics subscribed; ConsumerGroupDescribe
+// refuses a group whose assignments name a topic the client may not
+// DESCRIBE, as Kafka does.
+func TestACLConsumerGroupKIP848(t *testing.T) {
+	c := newACLCluster(t)
+	ctx := aclCtx(t)
+	if _, err := c.store.CreateTopic(ctx, "orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	group := ownedKey(t, c.b, "cg")
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = group, "member-1", 0, 10000
+	hb.SubscribedTopicNames, hb.Topics = []string{"orders"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	hbCode := func() int16 { return on[*kmsg.ConsumerGroupHeartbeatResponse](t, c.cb, hb).ErrorCode }
+	if err := codeIs(hbCode(), kerr.GroupAuthorizationFailed); err != nil {
+		t.Fatal("heartbeat without READ on the group:", err)
+	}
+	c.grant(t, allowAnon(resGroup, group, lit, opRead))
+	eventually(t, "b asks for DESCRIBE on the subscribed topic", func() error { return codeIs(hbCode(), kerr.TopicAuthorizationFailed) })
+	c.grant(t, allowAnon(resTopic, "orders", lit, opDescribe))
+	eventually(t, "b takes the member", func() error { return codeIs(hbCode(), nil) })
+
+	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{group}
+		return on[*kmsg.ConsumerGroupDescribeResponse](t, c.cb, req).Groups[0]
+	}
+	g := describe()
+	if g.ErrorCode != 0 || len(g.Members) != 1 || len(g.Members[0].TargetAssignment.TopicPartitions) != 1 ||
+		g.Members[0].TargetAssignment.TopicPartitions[0].Topic != "orders" {
+		t.Fatalf("describe: %v %+v", kerr.ErrorForCode(g.ErrorCode), g.Members)
+	}
+	c.grant(t, denyAnon(resTopic, "orders", opDescribe))
+	eventually(t, "b refuses to describe the group", func() error {
+		g := describe()
+		if len(g.Members) != 0 {
+			return fmt.Errorf("members described: %+v", g.Members)
+		}
+		return codeIs(g.ErrorCode, kerr.TopicAuthorizationFailed)
+	})
+}

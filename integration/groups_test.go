@@ -114,18 +114,47 @@ func runKgoMembers(t testing.TB, ctx context.Context, seeds []string, group, top
 	t.Helper()
 	seen := newSeen()
 	var wg sync.WaitGroup
+	// Nobody fetches until every member has been assigned a partition:
+	// else, on a loaded machine, the first member to join may drain the
+	// topic before the others are in the group.
+	var assignedMu sync.Mutex
+	assignedTo := map[int]bool{}
+	allIn := make(chan struct{})
 	for i := range members {
+		onAssigned := kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+			if len(got[topic]) == 0 {
+				return
+			}
+			assignedMu.Lock()
+			defer assignedMu.Unlock()
+			if assignedTo[i] = true; len(assignedTo) == members {
+				select {
+				case <-allIn:
+				default:
+					close(allIn)
+				}
+			}
+		})
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds[i%len(seeds)]), kgo.ConsumerGroup(group),
 			kgo.ConsumeTopics(topic), kgo.ClientID(fmt.Sprintf("m%d", i)), kgo.DisableAutoCommit(),
-			kgo.FetchMaxWait(200 * time.Millisecond), kgo.FetchMaxPartitionBytes(2 << 10)}, opts...)...)
+			kgo.FetchMaxWait(200 * time.Millisecond), kgo.FetchMaxPartitionBytes(2 << 10), onAssigned}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cl.PauseFetchTopics(topic)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer cl.Close()
-			for seen.len() < n && ctx.Err() == nil {
+			for paused := true; seen.len() < n && ctx.Err() == nil; {
+				if paused {
+					select {
+					case <-allIn:
+						cl.ResumeFetchTopics(topic)
+						paused = false
+					default:
+					}
+				}
 				pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				fs := cl.PollFetches(pctx)
 				cancel()

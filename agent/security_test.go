@@ -348,6 +348,11 @@ func TestMutualTLS(t *testing.T) {
 	if err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SSL")), kgo.DialTLSConfig(sa.pki.clientTLS(false))); err == nil {
 		t.Fatal("a client without a certificate got in with ssl.client.auth=required")
 	}
+	// SASL_SSL asks for no certificate: the client authenticates with SASL.
+	if err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_SSL")), kgo.DialTLSConfig(sa.pki.clientTLS(false)),
+		kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism())); err != nil {
+		t.Fatalf("SASL_SSL without a client certificate under ssl.client.auth=required: %v", err)
+	}
 	other := newTestPKI(t)
 	cfg := sa.pki.clientTLS(false)
 	cfg.Certificates = []tls.Certificate{other.clientPair}

@@ -41,6 +41,8 @@ type tlsFiles struct {
 	cfg       *tls.Config
 	stamp     string // sizes and times of the files cfg was read from
 	checkedAt time.Time
+	// noCerts is noCertsOf without client certificates (configFor).
+	noCerts, noCertsOf *tls.Config
 }
 
 func newTLSFiles(sec SecurityConfig, log *slog.Logger) (*tlsFiles, error) {
@@ -70,9 +72,31 @@ func newTLSFiles(sec SecurityConfig, log *slog.Logger) (*tlsFiles, error) {
 	return t, nil
 }
 
-// configForClient is tls.Config.GetConfigForClient.
-func (t *tlsFiles) configForClient(*tls.ClientHelloInfo) (*tls.Config, error) {
-	return t.current()
+// configFor is the tls.Config.GetConfigForClient of a listener. Client
+// certificates are asked for on SSL listeners only: on SASL_SSL the client
+// authenticates with SASL, and Kafka's broker-wide ssl.client.auth does
+// not apply there either (KIP-684).
+func (t *tlsFiles) configFor(protocol string) func(*tls.ClientHelloInfo) (*tls.Config, error) {
+	return func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		cfg, err := t.current()
+		if err != nil || protocol == ProtocolSSL {
+			return cfg, err
+		}
+		return t.withoutClientCerts(cfg), nil
+	}
+}
+
+// withoutClientCerts is cfg asking for no client certificate, made once
+// per loaded configuration.
+func (t *tlsFiles) withoutClientCerts(cfg *tls.Config) *tls.Config {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.noCertsOf != cfg {
+		t.noCerts = cfg.Clone()
+		t.noCerts.ClientAuth, t.noCerts.ClientCAs = tls.NoClientCert, nil
+		t.noCertsOf = cfg
+	}
+	return t.noCerts
 }
 
 // current returns the configuration of the files as they are now, or the

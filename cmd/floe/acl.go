@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,10 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"floe/agent"
 )
@@ -74,11 +69,8 @@ type aclFlags struct {
 	sub         string // add, remove or list
 	out, errOut io.Writer
 
-	bootstrap                 string
-	saslMechanism, user, pass string
-	tls                       bool
-	tlsCA                     string
-	timeout                   time.Duration
+	conn    adminClientFlags
+	timeout time.Duration
 
 	allow, deny, allowHosts, denyHosts, principal string
 	operations, topics, groups, txnIDs, pattern   string
@@ -102,12 +94,7 @@ func runACLTo(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("floe acl "+f.sub, flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() { fmt.Fprint(errOut, aclUsage, "\nFlags:\n"); fs.PrintDefaults() }
-	fs.StringVar(&f.bootstrap, "bootstrap", "localhost:9092", "a broker's `host:port` (comma-separated for several)")
-	fs.StringVar(&f.saslMechanism, "sasl-mechanism", "", "authenticate with SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (empty: none)")
-	fs.StringVar(&f.user, "sasl-username", "", "SASL user name")
-	fs.StringVar(&f.pass, "sasl-password", "", "SASL password (better given as FLOE_SASL_PASSWORD)")
-	fs.BoolVar(&f.tls, "tls", false, "connect with TLS")
-	fs.StringVar(&f.tlsCA, "tls-ca", "", "PEM `file` of the CAs the broker's certificate must chain to (default: the system's)")
+	f.conn.register(fs)
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on the whole command")
 	fs.StringVar(&f.allow, "allow-principal", "", "`principals` the ACLs allow (User:a,User:b)")
 	fs.StringVar(&f.deny, "deny-principal", "", "`principals` the ACLs deny (User:a,User:b)")
@@ -131,7 +118,7 @@ func runACLTo(args []string, out, errOut io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	cl, err := f.client()
+	cl, err := f.conn.kgoClient()
 	if err != nil {
 		return err
 	}
@@ -177,9 +164,6 @@ func (f *aclFlags) check() error {
 			return fmt.Errorf("principal %q: want Type:name, e.g. User:alice", p)
 		}
 	}
-	if f.saslMechanism != "" && f.user == "" {
-		return errors.New("--sasl-mechanism needs --sasl-username")
-	}
 	switch f.sub {
 	case "add":
 		switch {
@@ -210,37 +194,6 @@ func (f *aclFlags) check() error {
 		return errors.New("--allow-host needs --allow-principal, --deny-host --deny-principal")
 	}
 	return nil
-}
-
-// client connects to the brokers as the flags say.
-func (f *aclFlags) client() (*kgo.Client, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(splitComma(f.bootstrap)...)}
-	if f.tls {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if f.tlsCA != "" {
-			pem, err := os.ReadFile(f.tlsCA)
-			if err != nil {
-				return nil, fmt.Errorf("--tls-ca: %w", err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--tls-ca %s: no certificate", f.tlsCA)
-			}
-		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
-	}
-	switch strings.ToUpper(f.saslMechanism) {
-	case "":
-	case "SCRAM-SHA-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: f.user, Pass: f.pass}.AsSha256Mechanism()))
-	case "SCRAM-SHA-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: f.user, Pass: f.pass}.AsSha512Mechanism()))
-	case "PLAIN":
-		opts = append(opts, kgo.SASL(plain.Auth{User: f.user, Pass: f.pass}.AsMechanism()))
-	default:
-		return nil, fmt.Errorf("--sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", f.saslMechanism)
-	}
-	return kgo.NewClient(opts...)
 }
 
 // resources puts the named resources into b; with none named, a filter

@@ -35,7 +35,7 @@ func (f *adminClientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bootstrap, "bootstrap", "127.0.0.1:9092", "broker `host:port` list to start from")
 	fs.StringVar(&f.mechanism, "sasl-mechanism", "", "SASL `mechanism`: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER (none: no SASL)")
 	fs.StringVar(&f.username, "sasl-username", "", "SASL user name")
-	fs.StringVar(&f.password, "sasl-password", "", "SASL password (or FLOE_SASL_PASSWORD)")
+	fs.StringVar(&f.password, "sasl-password", "", "SASL password (better given as FLOE_SASL_PASSWORD)")
 	fs.StringVar(&f.token, "sasl-token", "", "OAUTHBEARER token (or FLOE_SASL_TOKEN)")
 	fs.BoolVar(&f.tls, "tls", false, "connect with TLS")
 	fs.StringVar(&f.caFile, "tls-ca", "", "PEM `file` of the CAs to trust (implies --tls; default: the system's)")
@@ -45,8 +45,20 @@ func (f *adminClientFlags) register(fs *flag.FlagSet) {
 
 // client opens an admin client with the flags.
 func (f *adminClientFlags) client() (*kadm.Client, func(), error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...)}
-	switch f.mechanism {
+	cl, err := f.kgoClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
+// kgoClient opens a client with the flags.
+func (f *adminClientFlags) kgoClient() (*kgo.Client, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(splitComma(f.bootstrap)...)}
+	if f.mechanism != "" && f.mechanism != "OAUTHBEARER" && f.username == "" {
+		return nil, errors.New("--sasl-mechanism needs --sasl-username")
+	}
+	switch strings.ToUpper(f.mechanism) {
 	case "":
 	case "SCRAM-SHA-256":
 		opts = append(opts, kgo.SASL(scram.Auth{User: f.username, Pass: f.password}.AsSha256Mechanism()))
@@ -56,36 +68,32 @@ func (f *adminClientFlags) client() (*kadm.Client, func(), error) {
 		opts = append(opts, kgo.SASL(plain.Auth{User: f.username, Pass: f.password}.AsMechanism()))
 	case "OAUTHBEARER":
 		if f.token == "" {
-			return nil, nil, errors.New("--sasl-mechanism OAUTHBEARER needs --sasl-token")
+			return nil, errors.New("--sasl-mechanism OAUTHBEARER needs --sasl-token")
 		}
 		opts = append(opts, kgo.SASL(oauth.Auth{Token: f.token}.AsMechanism()))
 	default:
-		return nil, nil, fmt.Errorf("--sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER", f.mechanism)
+		return nil, fmt.Errorf("--sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER", f.mechanism)
 	}
 	if f.tls || f.caFile != "" || f.certFile != "" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if f.caFile != "" {
 			pem, err := os.ReadFile(f.caFile)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			cfg.RootCAs = x509.NewCertPool()
 			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, nil, fmt.Errorf("--tls-ca %s: no certificate in it", f.caFile)
+				return nil, fmt.Errorf("--tls-ca %s: no certificate in it", f.caFile)
 			}
 		}
 		if f.certFile != "" {
 			pair, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			cfg.Certificates = []tls.Certificate{pair}
 		}
 		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return kadm.NewClient(cl), cl.Close, nil
+	return kgo.NewClient(opts...)
 }

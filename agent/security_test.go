@@ -2,27 +2,16 @@ package agent
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,131 +20,41 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"floe/internal/testpki"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files.
+// certificate (CN=alice,O=floe), as PEM files.
 type testPKI struct {
-	dir                       string
-	caFile, certFile, keyFile string
-	clientCert, clientKey     string
-	ca                        *x509.Certificate
-	caKey                     *ecdsa.PrivateKey
-	caPool                    *x509.CertPool
-	clientPair                tls.Certificate
+	*testpki.CA
+	certFile, keyFile string
+	clientPair        tls.Certificate
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	p := &testPKI{dir: t.TempDir()}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "floe test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ca, _ = x509.ParseCertificate(der)
-	p.caKey = caKey
-	p.caPool = x509.NewCertPool()
-	p.caPool.AddCert(p.ca)
-	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", der)
-	p.certFile, p.keyFile = p.issue(t, "server", 2, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey = p.issue(t, "client", 3, pkix.Name{CommonName: "alice", Organization: []string{"floe"}}, x509.ExtKeyUsageClientAuth)
-	p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := &testPKI{CA: testpki.NewCA(t, t.TempDir(), "floe test CA")}
+	p.certFile, p.keyFile = p.Issue(t, "server", 2, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	_, _, p.clientPair = p.IssuePair(t, "client", pkix.Name{CommonName: "alice", Organization: []string{"floe"}}, x509.ExtKeyUsageClientAuth)
 	return p
 }
 
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	f := filepath.Join(p.dir, name)
-	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// issue signs a certificate; the files are written to a temporary name
-// and renamed, as a certificate manager does.
-func (p *testPKI) issue(t *testing.T, name string, serial int64, subj pkix.Name, usage x509.ExtKeyUsage) (string, string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: subj,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	cert, k := p.write(t, name+".pem.tmp", "CERTIFICATE", der), p.write(t, name+"-key.pem.tmp", "EC PRIVATE KEY", kder)
-	for _, f := range []string{cert, k} {
-		if err := os.Rename(f, strings.TrimSuffix(f, ".tmp")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return strings.TrimSuffix(cert, ".tmp"), strings.TrimSuffix(k, ".tmp")
-}
-
 func (p *testPKI) clientTLS(withCert bool) *tls.Config {
-	c := &tls.Config{RootCAs: p.caPool, ServerName: "127.0.0.1"}
 	if withCert {
-		c.Certificates = []tls.Certificate{p.clientPair}
+		return p.ClientConfig(&p.clientPair)
 	}
-	return c
+	return p.ClientConfig(nil)
 }
 
-// testIssuer signs OAUTHBEARER tokens with a key published in a JWKS file.
-type testIssuer struct {
-	key  *rsa.PrivateKey
-	jwks string
-}
-
-func newTestIssuer(t *testing.T) *testIssuer {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}}
-	raw, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(f, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &testIssuer{key: key, jwks: f}
-}
-
-func (is *testIssuer) token(t *testing.T, sub, iss, aud string, ttl time.Duration) string {
-	t.Helper()
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tok, err := jwt.Signed(sig).Claims(jwt.Claims{Subject: sub, Issuer: iss, Audience: jwt.Audience{aud},
-		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(ttl))}).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
+func newTestIssuer(t *testing.T) *testpki.Issuer { return testpki.NewIssuer(t, t.TempDir()) }
 
 // secureAgent has one listener of each protocol, SCRAM users alice and bob
 // and OAUTHBEARER tokens from issuer.
 type secureAgent struct {
 	*testAgent
 	pki    *testPKI
-	issuer *testIssuer
+	issuer *testpki.Issuer
 }
 
 func newSecureAgent(t *testing.T, opts ...func(*Config)) *secureAgent {
@@ -168,10 +67,10 @@ func newSecureAgent(t *testing.T, opts ...func(*Config)) *secureAgent {
 			{Name: "SSL", Protocol: ProtocolSSL, Addr: "127.0.0.1:0"},
 			{Name: "SASL_SSL", Protocol: ProtocolSASLSSL, Addr: "127.0.0.1:0"},
 		}
-		c.Security = SecurityConfig{TLSCert: pki.certFile, TLSKey: pki.keyFile, TLSClientCA: pki.caFile,
+		c.Security = SecurityConfig{TLSCert: pki.certFile, TLSKey: pki.keyFile, TLSClientCA: pki.File,
 			ClientAuth:     ClientAuthRequested,
 			SASLMechanisms: []string{ScramSHA256, ScramSHA512, MechanismPlain, MechanismOAuthBearer},
-			OAuth:          OAuthConfig{JWKS: issuer.jwks, Issuer: "https://issuer.test", Audience: "floe"}}
+			OAuth:          OAuthConfig{JWKS: issuer.JWKS, Issuer: "https://issuer.test", Audience: "floe"}}
 	}}, opts...)...)
 	ctx := context.Background()
 	for _, u := range []string{"alice", "bob"} {
@@ -237,16 +136,16 @@ func TestSASLMechanisms(t *testing.T) {
 		"SCRAM-SHA-256": scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism(),
 		"SCRAM-SHA-512": scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(),
 		"PLAIN":         plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(),
-		"OAUTHBEARER":   oauth.Auth{Token: sa.issuer.token(t, "alice", "https://issuer.test", "floe", time.Hour)}.AsMechanism(),
+		"OAUTHBEARER":   oauth.Auth{Token: sa.issuer.Token(t, "alice", "https://issuer.test", "floe", time.Hour)}.AsMechanism(),
 	}
 	bad := map[string]sasl.Mechanism{
 		"SCRAM-SHA-256 wrong password": scram.Auth{User: "alice", Pass: "bob-secret"}.AsSha256Mechanism(),
 		"SCRAM-SHA-512 unknown user":   scram.Auth{User: "carol", Pass: "x"}.AsSha512Mechanism(),
 		"PLAIN wrong password":         plain.Auth{User: "bob", Pass: "alice-secret"}.AsMechanism(),
-		"OAUTHBEARER wrong audience":   oauth.Auth{Token: sa.issuer.token(t, "alice", "https://issuer.test", "other", time.Hour)}.AsMechanism(),
-		"OAUTHBEARER wrong issuer":     oauth.Auth{Token: sa.issuer.token(t, "alice", "https://evil.test", "floe", time.Hour)}.AsMechanism(),
-		"OAUTHBEARER expired":          oauth.Auth{Token: sa.issuer.token(t, "alice", "https://issuer.test", "floe", -time.Hour)}.AsMechanism(),
-		"OAUTHBEARER forged":           oauth.Auth{Token: newTestIssuer(t).token(t, "alice", "https://issuer.test", "floe", time.Hour)}.AsMechanism(),
+		"OAUTHBEARER wrong audience":   oauth.Auth{Token: sa.issuer.Token(t, "alice", "https://issuer.test", "other", time.Hour)}.AsMechanism(),
+		"OAUTHBEARER wrong issuer":     oauth.Auth{Token: sa.issuer.Token(t, "alice", "https://evil.test", "floe", time.Hour)}.AsMechanism(),
+		"OAUTHBEARER expired":          oauth.Auth{Token: sa.issuer.Token(t, "alice", "https://issuer.test", "floe", -time.Hour)}.AsMechanism(),
+		"OAUTHBEARER forged":           oauth.Auth{Token: newTestIssuer(t).Token(t, "alice", "https://issuer.test", "floe", time.Hour)}.AsMechanism(),
 	}
 	src := 1
 	for _, l := range []struct {
@@ -378,7 +277,7 @@ func TestTLSCertificateReload(t *testing.T) {
 		t.Fatalf("serial %d, want 2", s)
 	}
 	// Renew in place (same file names), as cert-manager does.
-	sa.pki.issue(t, "server", 42, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	sa.pki.Issue(t, "server", 42, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
 	deadline := time.Now().Add(10 * time.Second)
 	for serial() != 42 {
 		if time.Now().After(deadline) {
@@ -602,9 +501,9 @@ func TestHTTPEndpointsTakeKafkaCredentials(t *testing.T) {
 		{"healthz open", "/healthz", nil, 200},
 		{"catalog without credentials", "/iceberg/v1/config", nil, 401},
 		{"catalog with a wrong password", "/iceberg/v1/config", basic("alice", "bob-secret"), 401},
-		{"catalog with a forged token", "/iceberg/v1/config", bearer(newTestIssuer(t).token(t, "alice", "https://issuer.test", "floe", time.Hour)), 401},
+		{"catalog with a forged token", "/iceberg/v1/config", bearer(newTestIssuer(t).Token(t, "alice", "https://issuer.test", "floe", time.Hour)), 401},
 		{"catalog with a password", "/iceberg/v1/config", basic("alice", "alice-secret"), 200},
-		{"catalog with a token", "/iceberg/v1/config", bearer(sa.issuer.token(t, "bob", "https://issuer.test", "floe", time.Hour)), 200},
+		{"catalog with a token", "/iceberg/v1/config", bearer(sa.issuer.Token(t, "bob", "https://issuer.test", "floe", time.Hour)), 200},
 	} {
 		if got := get(tc.path, tc.auth); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.what, got, tc.want)

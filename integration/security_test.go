@@ -14,22 +14,15 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -39,8 +32,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,6 +40,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	xdgscram "github.com/xdg-go/scram"
+
+	"floe/internal/testpki"
 )
 
 const (
@@ -62,130 +55,34 @@ const (
 // secPKI is a CA with a server certificate for 127.0.0.1 and a client
 // certificate as PEM files, and a client certificate of another CA.
 type secPKI struct {
-	dir                     string
-	ca, cert, key           string // server side
+	*testpki.CA
+	cert, key               string // server side
 	clientCert, clientKey   string
-	pool                    *x509.CertPool // the CA
 	clientPair, foreignPair tls.Certificate
 }
 
 func newSecPKI(t *testing.T) *secPKI {
 	t.Helper()
-	p := &secPKI{dir: t.TempDir()}
-	caCert, caKey, caDER := secCA(t, "floe test CA")
-	otherCert, otherKey, _ := secCA(t, "someone else's CA")
-	p.ca = p.write(t, "ca.pem", "CERTIFICATE", caDER)
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(caCert)
-	p.cert, p.key = p.issue(t, "server", caCert, caKey, 2, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey = p.issue(t, "client", caCert, caKey, 3, pkix.Name{CommonName: "alice", Organization: []string{"floe"}}, x509.ExtKeyUsageClientAuth)
-	foreignCert, foreignKey := p.issue(t, "foreign", otherCert, otherKey, 4, pkix.Name{CommonName: "mallory"}, x509.ExtKeyUsageClientAuth)
-	var err error
-	if p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
-		t.Fatal(err)
-	}
-	if p.foreignPair, err = tls.LoadX509KeyPair(foreignCert, foreignKey); err != nil {
-		t.Fatal(err)
-	}
+	p := &secPKI{CA: testpki.NewCA(t, t.TempDir(), "floe test CA")}
+	p.cert, p.key = p.Issue(t, "server", 0, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey, p.clientPair = p.IssuePair(t, "client", pkix.Name{CommonName: "alice", Organization: []string{"floe"}}, x509.ExtKeyUsageClientAuth)
+	other := testpki.NewCA(t, p.Dir, "someone else's CA")
+	_, _, p.foreignPair = other.IssuePair(t, "foreign", pkix.Name{CommonName: "mallory"}, x509.ExtKeyUsageClientAuth)
 	return p
 }
 
-func secCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key, der
-}
-
-func (p *secPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	f := filepath.Join(p.dir, name)
-	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func (p *secPKI) issue(t *testing.T, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, serial int64, subj pkix.Name, usage x509.ExtKeyUsage) (cert, key string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: subj,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.write(t, name+".pem", "CERTIFICATE", der), p.write(t, name+"-key.pem", "EC PRIVATE KEY", kder)
-}
-
 // tlsConfig trusts the test CA and presents cert, if any.
-func (p *secPKI) tlsConfig(cert *tls.Certificate) *tls.Config {
-	c := &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1"}
-	if cert != nil {
-		c.Certificates = []tls.Certificate{*cert}
-	}
-	return c
-}
+func (p *secPKI) tlsConfig(cert *tls.Certificate) *tls.Config { return p.ClientConfig(cert) }
 
-// secIssuerKeys signs RS256 tokens with a key of a JWKS file floe reads.
-type secIssuerKeys struct {
-	key  *rsa.PrivateKey
-	jwks string
-}
+// secIssuerKeys signs tokens from secIssuer.
+type secIssuerKeys struct{ *testpki.Issuer }
 
 func newSecIssuer(t *testing.T, dir string) *secIssuerKeys {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(f, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &secIssuerKeys{key: key, jwks: f}
+	return &secIssuerKeys{testpki.NewIssuer(t, dir)}
 }
 
 func (is *secIssuerKeys) token(t testing.TB, sub, aud string, ttl time.Duration) string {
-	t.Helper()
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tok, err := jwt.Signed(sig).Claims(jwt.Claims{Subject: sub, Issuer: secIssuer, Audience: jwt.Audience{aud},
-		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(ttl))}).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return is.Token(t, sub, secIssuer, aud, ttl)
 }
 
 // secDev is the floe dev process with its four listeners.
@@ -212,7 +109,7 @@ func floeUserAdd(t *testing.T, metaURL, user, password string) {
 func startSecDev(t *testing.T) *secDev {
 	t.Helper()
 	d := &secDev{pki: newSecPKI(t)}
-	d.issuer = newSecIssuer(t, d.pki.dir)
+	d.issuer = newSecIssuer(t, d.pki.Dir)
 	data := t.TempDir()
 	metaURL := "sqlite://" + filepath.Join(data, "meta.db")
 	floeUserAdd(t, metaURL, secUser, secPass) // before the first start: no agent needed
@@ -220,9 +117,9 @@ func startSecDev(t *testing.T) *secDev {
 	d.plaintext, d.saslPlain, d.ssl, d.saslSSL = port(), port(), port(), port()
 	d.p = startFloe(t, "dev", "--data-dir", data,
 		"--listeners", fmt.Sprintf("PLAINTEXT://%s,SASL_PLAINTEXT://%s,SSL://%s,SASL_SSL://%s", d.plaintext, d.saslPlain, d.ssl, d.saslSSL),
-		"--tls-cert", d.pki.cert, "--tls-key", d.pki.key, "--tls-client-ca", d.pki.ca, "--tls-client-auth", "required",
+		"--tls-cert", d.pki.cert, "--tls-key", d.pki.key, "--tls-client-ca", d.pki.File, "--tls-client-auth", "required",
 		"--sasl-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER",
-		"--oauth-jwks", d.issuer.jwks, "--oauth-issuer", secIssuer, "--oauth-audience", secAudience,
+		"--oauth-jwks", d.issuer.JWKS, "--oauth-issuer", secIssuer, "--oauth-audience", secAudience,
 		"--log-level", "debug") // for the principals of "SASL authenticated"
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -718,7 +615,7 @@ func secKcat(t *testing.T, d *secDev) {
 			"-X", "sasl.username=" + user, "-X", "sasl.password=" + pass}
 	}
 	tlsArgs := func(cert, key string) []string {
-		a := []string{"-X", "ssl.ca.location=" + d.pki.ca}
+		a := []string{"-X", "ssl.ca.location=" + d.pki.File}
 		if cert != "" {
 			a = append(a, "-X", "ssl.certificate.location="+cert, "-X", "ssl.key.location="+key)
 		}
@@ -818,7 +715,7 @@ func runSecurityJS(t *testing.T, ctx context.Context, node, dir string, c jsCase
 func secKafkajs(t *testing.T, d *secDev) {
 	node, dir, _ := cliKafkajsSetup(t)
 	ctx := testContext(t, 90*time.Second)
-	tlsWith := map[string]string{"ca": d.pki.ca, "cert": d.pki.clientCert, "key": d.pki.clientKey}
+	tlsWith := map[string]string{"ca": d.pki.File, "cert": d.pki.clientCert, "key": d.pki.clientKey}
 	scramOf := func(mech, user, pass string) map[string]string {
 		return map[string]string{"mechanism": mech, "username": user, "password": pass}
 	}
@@ -863,7 +760,7 @@ func secKafkajs(t *testing.T, d *secDev) {
 		{"SASL_PLAINTEXT/refused/OAUTHBEARER expired", d.saslPlain, authErr, oauthOf(d.issuer.token(t, "kafkajs", secAudience, -time.Minute)), nil},
 		{"SASL_SSL/refused/SCRAM-SHA-512 wrong password", d.saslSSL, authErr, scramOf("scram-sha-512", secUser, "nope"), tlsWith},
 		{"SASL_PLAINTEXT/refused/no SASL", d.saslPlain, "refused KafkaJSNumberOfRetriesExceeded: Closed connection", nil, nil},
-		{"SSL/refused/no client certificate", d.ssl, "refused KafkaJSNumberOfRetriesExceeded: Connection error: ", nil, map[string]string{"ca": d.pki.ca}},
+		{"SSL/refused/no client certificate", d.ssl, "refused KafkaJSNumberOfRetriesExceeded: Connection error: ", nil, map[string]string{"ca": d.pki.File}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()

@@ -30,4 +30,8 @@ type CredentialStore interface {
 	// DeleteScramCredential removes user's credential for mechanism, or
 	// returns ErrNotFound.
 	DeleteScramCredential(ctx context.Context, user, mechanism string) error
+	// ClusterSecret returns the secret named name, which the agents of the
+	// cluster share: the first call anywhere stores fresh random bytes
+	// (32), every later one returns them, however many agents ask at once.
+	ClusterSecret(ctx context.Context, name string) ([]byte, error)
 }

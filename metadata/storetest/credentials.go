@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"sync"
 	"testing"
 
 	"floe/metadata"
@@ -68,4 +69,34 @@ func testScramCredentials(t *testing.T, s metadata.Store) {
 		t.Fatal(err)
 	}
 	same("alice after delete", all, []metadata.ScramCredential{cred("alice", "SCRAM-SHA-256", 4)})
+}
+
+// testClusterSecret: the first call makes the secret; every call, however
+// concurrent and from whichever handle, returns the same bytes; names are
+// apart.
+func testClusterSecret(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	got := make([][]byte, 8)
+	errs := make([]error, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = s.ClusterSecret(ctx, "peer")
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if len(got[i]) != 32 || !bytes.Equal(got[i], got[0]) {
+			t.Fatalf("secret %d = %x, want the same 32 bytes as %x", i, got[i], got[0])
+		}
+	}
+	other, err := s.ClusterSecret(ctx, "other")
+	if err != nil || bytes.Equal(other, got[0]) {
+		t.Fatalf("another name's secret %x (%v) equals the first", other, err)
+	}
 }

@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"GroupRecords", testGroupRecords},
 		{"GroupConfigs", testGroupConfigs},
 		{"ScramCredentials", testScramCredentials},
+		{"ClusterSecret", testClusterSecret},
 		{"ACLs", testACLs},
 		{"ACLsConcurrent", testACLsConcurrent},
 		{"ClientQuotas", testClientQuotas},

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -76,4 +77,20 @@ func (s *Store) DeleteScramCredential(ctx context.Context, user, mechanism strin
 		return fmt.Errorf("delete scram credential %s/%s: %w", user, mechanism, err)
 	}
 	return nil
+}
+
+// ClusterSecret implements metadata.CredentialStore: an insert that does
+// nothing when another agent's came first, then the read of the row.
+func (s *Store) ClusterSecret(ctx context.Context, name string) ([]byte, error) {
+	fresh := make([]byte, 32)
+	_, _ = rand.Read(fresh)
+	if _, err := s.db.Write().Exec(ctx, `INSERT INTO cluster_secrets (name, secret) VALUES ($1, $2)
+		ON CONFLICT (name) DO NOTHING`, name, fresh); err != nil {
+		return nil, fmt.Errorf("cluster secret %s: %w", name, err)
+	}
+	var secret []byte
+	if err := s.db.Read().QueryRow(ctx, `SELECT secret FROM cluster_secrets WHERE name = $1`, name).Scan(&secret); err != nil {
+		return nil, fmt.Errorf("cluster secret %s: %w", name, err)
+	}
+	return secret, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // load is a producer (acks=all, idempotent) and a consumer group running against the agents
@@ -94,6 +95,15 @@ func (l *load) produce(ctx context.Context) {
 	next := time.Now()
 	for ctx.Err() == nil {
 		rate := l.rate.Load()
+		if rate == 0 { // paused
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			next = time.Now()
+			continue
+		}
 		next = next.Add(time.Second / time.Duration(rate))
 		if d := time.Until(next); d > 0 {
 			select {
@@ -264,4 +274,31 @@ func (l *load) verifyFromStart(timeout time.Duration) int {
 		})
 	}
 	return read
+}
+
+// burn keeps workers ApiVersions requests in flight against the agents (each to a broker the
+// client picks) until ctx ends, and returns how many were answered. It is CPU load for the
+// HPA step: an agent's CPU here hardly grows with produced bytes.
+func burn(ctx context.Context, seeds []string, workers int) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("k8s-test-cpu"),
+		kgo.MetadataMinAge(time.Second), kgo.MetadataMaxAge(5*time.Second))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err == nil {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return n.Load(), nil
 }

@@ -40,10 +40,21 @@ type testAgent struct {
 // the given bucket (memory when nil), stopped at cleanup.
 func newTestAgent(t testing.TB, bucket storage.Bucket, opts ...func(*Config)) *testAgent {
 	t.Helper()
+	return newTestAgentOver(t, bucket, nil, opts...)
+}
+
+// newTestAgentOver is newTestAgent with the agent's store wrapped by wrap
+// (when not nil) before the agent starts.
+func newTestAgentOver(t testing.TB, bucket storage.Bucket, wrap func(metadata.Store) metadata.Store, opts ...func(*Config)) *testAgent {
+	t.Helper()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	sqliteStore, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var store metadata.Store = sqliteStore
+	if wrap != nil {
+		store = wrap(store)
 	}
 	if bucket == nil {
 		bucket = mem.New()
@@ -68,9 +79,9 @@ func newTestAgent(t testing.TB, bucket storage.Bucket, opts ...func(*Config)) *t
 		if err := a.Close(cctx); err != nil {
 			t.Error(err)
 		}
-		store.Close()
+		sqliteStore.Close()
 	})
-	return &testAgent{Agent: a, store: store, bucket: bucket}
+	return &testAgent{Agent: a, store: sqliteStore, bucket: bucket}
 }
 
 func (ta *testAgent) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {

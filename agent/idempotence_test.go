@@ -53,9 +53,10 @@ func TestIdempotentProducerSurvivesFailures(t *testing.T) {
 		return nil
 	}
 	var lossy *lossyStore
-	ta := newTestAgent(t, fb, func(c *Config) { c.FlushInterval = 2 * time.Millisecond })
-	lossy = &lossyStore{Store: ta.Agent.store, loseEvery: 5}
-	ta.Agent.store = lossy
+	ta := newTestAgentOver(t, fb, func(s metadata.Store) metadata.Store {
+		lossy = &lossyStore{Store: s, loseEvery: 5}
+		return lossy
+	}, func(c *Config) { c.FlushInterval = 2 * time.Millisecond })
 
 	cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond),
 		kgo.MetadataMinAge(10*time.Millisecond), // retries wait for a metadata refresh

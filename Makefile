@@ -222,8 +222,8 @@ kcat:
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT_UPDATE) && $(SUDO) apt-get install -y postgresql; }
 
-# make k8s-test (not part of make test: about 15 minutes warm, and the tools below take about
-# 35 minutes to build cold): floe's chart on a real Kubernetes started on this machine. The
+# make k8s-test (not part of make test: about 3 minutes warm, and the tools below take about
+# 20-30 minutes to build cold): floe's chart on a real Kubernetes started on this machine. The
 # control plane, kubelet and metrics-server are built from the Go module proxy into $(TOOLS)
 # by scripts/k8s-tools.sh, only when missing; the image is `make image`'s floe:dev, saved with
 # the Docker CLI at DOCKER (the engine: DOCKER_HOST) and imported into the nodes' containerd.
@@ -250,7 +250,7 @@ k8s-test: k8s-tools minio postgres helm
 		rc=$$?; rm -f $(K8S_IMAGE_TAR); exit $$rc
 
 ## k8s-tools: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, etcd and
-## metrics-server into $(TOOLS) (about 25, 1 and 9 minutes cold), and Debian's CNI plugins
+## metrics-server into $(TOOLS) (12-25, 1.5 and 5.5 minutes cold), and Debian's CNI plugins
 k8s-tools: $(K8S_DIR)/kubelet $(ETCD_BIN) $(METRICS_SERVER_BIN) cni
 $(K8S_DIR)/kubelet:
 	scripts/k8s-tools.sh kubernetes $(K8S_DIR) $(K8S_VERSION)

@@ -48,6 +48,9 @@ type Agent struct {
 	lns   []*listener    // the Kafka listeners, in configured order
 	tls   *tlsFiles      // the TLS listeners' certificates
 	oauth *oauthVerifier // checks OAUTHBEARER tokens; nil without a JWKS
+	// peerSecret signs and checks the shared read cache's peer requests
+	// (peer_auth.go); nil on an agent without secured listeners.
+	peerSecret []byte
 	// authFails counts failed SASL authentications by remote address.
 	authFails authFailures
 	httpLn    net.Listener
@@ -152,6 +155,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	var err error
 	if a.tls, err = newTLSFiles(a.cfg.Security, a.log); err != nil {
+		return err
+	}
+	if err := a.loadPeerSecret(ctx); err != nil {
 		return err
 	}
 	if a.cfg.Security.OAuth.JWKS != "" {

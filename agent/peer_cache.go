@@ -16,12 +16,12 @@ package agent
 // short body) is counted and the range is read from object storage
 // directly, so a dead owner costs a GET, never a failed fetch.
 //
-// The endpoint has no agent-to-agent authentication yet (see serveRange):
-// it serves only floe's own objects (storage.IsObjectKey), read-only, but
-// anyone who can reach the HTTP listener could read records through it,
-// around the Kafka listeners' TLS and SASL. So an agent with any secured
-// listener takes no part (sharedCacheSecured): it registers no HTTP
-// address, reads its misses itself and answers the endpoint 403.
+// The endpoint serves only floe's own objects (storage.IsObjectKey),
+// read-only. On an agent with a TLS or SASL listener it serves only
+// requests signed with the cluster's peer secret (peer_auth.go), so that
+// nobody reads records through it around the listeners' authentication;
+// such an agent signs its own requests, and an open agent's unsigned ones
+// are refused there (it reads those ranges directly).
 
 import (
 	"context"
@@ -135,8 +135,7 @@ func (b *peerBucket) ownerOf(key string, offset, length int64) (owner metadata.A
 }
 
 // sharedCacheSecured reports whether a Kafka listener of this agent uses
-// TLS or SASL, which keeps it out of the zone's shared read cache until
-// agents authenticate each other.
+// TLS or SASL: its range endpoint then wants signed requests.
 func (a *Agent) sharedCacheSecured() bool {
 	for _, l := range a.cfg.listeners() {
 		if l.usesTLS() || l.usesSASL() {
@@ -149,7 +148,7 @@ func (a *Agent) sharedCacheSecured() bool {
 // GetRange reads the range through its owner when that is another agent,
 // else (or when that fails) from object storage.
 func (b *peerBucket) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if !b.a.cfg.ReadCachePeers || b.a.sharedCacheSecured() || length <= 0 || length > maxPeerRange || !storage.IsObjectKey(key) ||
+	if !b.a.cfg.ReadCachePeers || length <= 0 || length > maxPeerRange || !storage.IsObjectKey(key) ||
 		ctx.Value(servingPeerKey{}) != nil {
 		return b.Bucket.GetRange(ctx, key, offset, length)
 	}
@@ -188,6 +187,7 @@ func (b *peerBucket) readPeer(ctx context.Context, addr, key string, offset, len
 	if err != nil {
 		return nil, err
 	}
+	b.a.signPeer(req, key, offset, length)
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -217,13 +217,6 @@ func (b *peerBucket) readPeer(ctx context.Context, addr, key string, offset, len
 // missing parameters, a key that names no floe object or a range over
 // maxPeerRange are 400; an unknown object 404.
 func (a *Agent) serveRange(w http.ResponseWriter, r *http.Request) {
-	// No agent-to-agent authentication yet: once agents can prove to each
-	// other that they belong to the cluster, that check goes here, before
-	// any read, and replaces this refusal.
-	if a.sharedCacheSecured() {
-		http.Error(w, "the shared read cache is off on agents with TLS or SASL listeners", http.StatusForbidden)
-		return
-	}
 	q := r.URL.Query()
 	key := q.Get("key")
 	offset, oerr := strconv.ParseInt(q.Get("offset"), 10, 64)
@@ -237,6 +230,11 @@ func (a *Agent) serveRange(w http.ResponseWriter, r *http.Request) {
 		return
 	case lerr != nil || length <= 0 || length > maxPeerRange:
 		http.Error(w, fmt.Sprintf("length: want an integer in [1, %d]", maxPeerRange), http.StatusBadRequest)
+		return
+	}
+	if err := a.checkPeer(r, key, offset, length); err != nil {
+		a.limitHit("peer.authentication", "remote", r.RemoteAddr, "err", err)
+		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
 	ctx := context.WithValue(r.Context(), servingPeerKey{}, true)
@@ -262,10 +260,10 @@ func (a *Agent) serveRange(w http.ResponseWriter, r *http.Request) {
 
 // advertisedHTTP is the HTTP address registered for the other agents:
 // AdvertiseHTTPAddr, else the advertised Kafka host with the HTTP
-// listener's port; "" without an HTTP listener or with a secured Kafka
-// listener (no member of the shared read cache).
+// listener's port; "" without an HTTP listener (no member of the shared
+// read cache).
 func (a *Agent) advertisedHTTP(kafkaHost string) (string, error) {
-	if a.httpLn == nil || a.sharedCacheSecured() {
+	if a.httpLn == nil {
 		return "", nil
 	}
 	if addr := a.cfg.AdvertiseHTTPAddr; addr != "" {

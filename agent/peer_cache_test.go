@@ -515,27 +515,84 @@ func TestAdvertiseHTTPAddr(t *testing.T) {
 	}
 }
 
-// TestReadCacheOffWithSecuredListeners: an agent with a TLS or SASL
-// listener registers no HTTP address (no member of any ring) and refuses
-// the range endpoint, which would otherwise hand out records around the
-// listeners' authentication.
-func TestReadCacheOffWithSecuredListeners(t *testing.T) {
-	sa := newSecureAgent(t)
-	if sa.self.HTTPAddr != "" {
-		t.Fatalf("secured agent registered HTTP address %q", sa.self.HTTPAddr)
+// securedZone gives an agent a SASL listener beside its plaintext one:
+// its range endpoint then serves signed peer requests only.
+func securedZone(c *Config) {
+	c.Listeners = []Listener{{Name: "PLAINTEXT", Protocol: ProtocolPlaintext, Addr: "127.0.0.1:0"},
+		{Name: "SASL_PLAINTEXT", Protocol: ProtocolSASLPlaintext, Addr: "127.0.0.1:0"}}
+	c.Security.SASLMechanisms = []string{ScramSHA512}
+}
+
+// TestReadCacheSecuredAgentsAuthenticate: agents with a secured listener
+// share their caches too, each range still read once over the zone, but
+// their range endpoint serves only requests signed with the cluster's
+// peer secret: unsigned, tampered and stale requests get 401 and no byte.
+func TestReadCacheSecuredAgentsAuthenticate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	bucket := newRangeCounter()
+	agents := []*Agent{newZoneAgent(t, path, bucket, securedZone), newZoneAgent(t, path, bucket, securedZone)}
+	waitRing(t, agents, agents...)
+	if agents[0].peerSecret == nil || string(agents[0].peerSecret) != string(agents[1].peerSecret) {
+		t.Fatal("the agents do not share one peer secret")
 	}
+	want := produceZone(t, agents[0], "secured", 6, 6, 40)
+	for _, a := range agents {
+		fetchFrom(t, a, "secured", want)
+	}
+	gets, distinct := bucket.counts()
+	if gets != distinct {
+		t.Fatalf("%d GETs of %d distinct ranges, want one each", gets, distinct)
+	}
+	var reads, errs float64
+	for _, a := range agents {
+		r, e, _, _ := peerCounts(t, a)
+		reads, errs = reads+r, errs+e
+	}
+	if reads == 0 || errs != 0 {
+		t.Fatalf("peer reads %v, errors %v: want signed reads through peers, none refused", reads, errs)
+	}
+
+	owner := agents[0]
 	key := storage.NewObjectKey()
-	if err := sa.bucket.Put(context.Background(), key, []byte("records")); err != nil {
+	if err := owner.bucket.Put(context.Background(), key, []byte("records")); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + sa.HTTPAddr() + peerRangePath + "?" +
-		url.Values{"key": {key}, "offset": {"0"}, "length": {"7"}}.Encode())
-	if err != nil {
-		t.Fatal(err)
+	get := func(sign func(*http.Request)) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+owner.HTTPAddr()+peerRangePath+"?"+
+			url.Values{"key": {key}, "offset": {"0"}, "length": {"7"}}.Encode(), nil)
+		if sign != nil {
+			sign(req)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || bytes.Contains(body, []byte("records")) {
-		t.Fatalf("range from a secured agent: status %d, %q", resp.StatusCode, body)
+	peer := agents[1]
+	for _, tc := range []struct {
+		what string
+		sign func(*http.Request)
+		want int
+	}{
+		{"unsigned", nil, http.StatusUnauthorized},
+		{"signed for another range", func(r *http.Request) { peer.signPeer(r, key, 0, 6) }, http.StatusUnauthorized},
+		{"signed with another secret", func(r *http.Request) {
+			ms := time.Now().UnixMilli()
+			r.Header.Set("Authorization", fmt.Sprintf("%s %s:%d:%s", peerAuthScheme, peer.id, ms, peerMAC([]byte("guess"), peer.id, ms, key, 0, 7)))
+		}, http.StatusUnauthorized},
+		{"stale", func(r *http.Request) {
+			ms := time.Now().Add(-2 * peerAuthSkew).UnixMilli()
+			r.Header.Set("Authorization", fmt.Sprintf("%s %s:%d:%s", peerAuthScheme, peer.id, ms, peerMAC(peer.peerSecret, peer.id, ms, key, 0, 7)))
+		}, http.StatusUnauthorized},
+		{"signed", func(r *http.Request) { peer.signPeer(r, key, 0, 7) }, http.StatusOK},
+	} {
+		code, body := get(tc.sign)
+		if code != tc.want || (code != http.StatusOK && strings.Contains(body, "records")) || (code == http.StatusOK && body != "records") {
+			t.Errorf("%s: %d %q, want %d", tc.what, code, body, tc.want)
+		}
 	}
 }

@@ -169,8 +169,11 @@ autoscaling:
 	step = time.Now()
 	out := c.kubectlCombined("drain", c.nodes[0].name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=10m")
 	t.Logf("drain %s: %v", c.nodes[0].name, time.Since(step).Round(time.Second))
+	// kubectl drain asks to evict all three at once; the PDB must refuse some of them.
 	if n := strings.Count(out, "disruption budget"); n > 0 {
 		t.Logf("drain: the PDB refused %d evictions while replacements started", n)
+	} else {
+		t.Errorf("drain: the PDB refused no eviction of three agents (maxUnavailable 1):\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "evicted") {

@@ -311,7 +311,7 @@ func waitsByDesign(key int16) bool {
 // charges the request to the client's quotas and, when one is passed,
 // throttles the client for the longest of the throttle times (KIP-219):
 // the answer carries it as throttle_time_ms and the connection is muted
-// for it. A Produce with acks=0 has no answer; its connection is muted
+// for it; a throttled Fetch is answered without records. A Produce with acks=0 has no answer; its connection is muted
 // all the same.
 func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration) {
 	a := c.a
@@ -326,10 +326,14 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 	now := time.Now()
 	var worst time.Duration
 	kind := quotaKind(-1)
+	var fetched float64 // Fetch answer bytes charged to the fetch quota
 	charge := func(k quotaKind, v float64) {
 		bound, key, ok := qc.resolveQuota(k, user, client)
 		if !ok {
 			return
+		}
+		if k == quotaFetch {
+			fetched = v
 		}
 		if d := a.quotas.record(key, bound, v, now); d > worst {
 			worst, kind = d, k
@@ -364,6 +368,16 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 	a.quotas.throttleSeconds.WithLabelValues(quotaTypes[kind]).Add(worst.Seconds())
 	a.quotas.throttles.WithLabelValues(quotaTypes[kind]).Inc()
 	c.mute(now.Add(worst))
+	if fr, ok := resp.(*kmsg.FetchResponse); ok && fetched > 0 {
+		// As Kafka does: a throttled fetch is answered empty, and the
+		// bytes it would have carried are taken back off the fetch quota
+		// (the client fetches them again once its throttle ends).
+		if bound, key, ok := qc.resolveQuota(quotaFetch, user, client); ok {
+			a.quotas.record(key, bound, -fetched, now)
+		}
+		a.releaseFetchBuffers(fr)
+		fr.Topics = nil
+	}
 	t, ok := resp.(interface {
 		Throttle() (int32, bool)
 		SetThrottle(int32)

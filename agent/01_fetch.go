@@ -63,6 +63,9 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 		}
 		maxBytes = int64(a.cfg.FetchMaxBytes)
 	}
+	if q := r.c.fetchQuotaCap(r); q > 0 && q < maxBytes {
+		maxBytes = q // a client fetch quota's window (quota.go)
+	}
 	for {
 		wake := a.commits.wait() // taken before reading so no commit is missed
 		r.fetchHeld = 0

@@ -452,3 +452,24 @@ func (c *conn) connectionThrottled() bool {
 	c.sleepUntil(now.Add(d))
 	return true
 }
+
+// fetchQuotaCap bounds the bytes of one Fetch answer of r's client by what
+// its consumer_byte_rate lets through in the quota's windows (Kafka's
+// getMaxValueInQuotaWindow), so that an answer over its quota is never so
+// large that it would be throttled, and answered empty, every time; 0
+// when the client has no fetch quota.
+func (c *conn) fetchQuotaCap(r *request) int64 {
+	qc := c.a.quotaConfig()
+	if qc.empty() {
+		return 0
+	}
+	client := ""
+	if r.hdr.ClientID != nil {
+		client = *r.hdr.ClientID
+	}
+	bound, _, ok := qc.resolveQuota(quotaFetch, quotaUserName(c.principal()), client)
+	if !ok {
+		return 0
+	}
+	return max(int64(bound*float64(quotaSamples-1)*quotaWindow.Seconds()), 1)
+}

@@ -32,17 +32,11 @@ func (a *Agent) handleCreateACLs(ctx context.Context, r *request) (kmsg.Response
 	req := r.req.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	all := func(code *kerr.Error, msg string) (kmsg.Response, error) {
+	if code, msg := a.aclChangeRefused(r); code != nil {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code.Code, &msg
 		}
 		return resp, nil
-	}
-	if !a.authorizeCluster(r, opAlter) {
-		return all(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Message)
-	}
-	if !a.authzEnabled() {
-		return all(kerr.SecurityDisabled, noAuthorizer)
 	}
 	var acls []metadata.ACL
 	var valid []int
@@ -93,4 +87,17 @@ func checkNewACL(c kmsg.CreateACLsRequestCreation) string {
 		return "Invalid principal " + c.Principal + ": expected a string in format principalType:principalName"
 	}
 	return ""
+}
+
+// aclChangeRefused is why CreateAcls and DeleteAcls refuse a whole
+// request, as Kafka refuses them: no ALTER on the cluster, or no
+// authorizer to keep ACLs for (nil when neither).
+func (a *Agent) aclChangeRefused(r *request) (*kerr.Error, string) {
+	if !a.authorizeCluster(r, opAlter) {
+		return kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Message
+	}
+	if !a.authzEnabled() {
+		return kerr.SecurityDisabled, noAuthorizer
+	}
+	return nil, ""
 }

@@ -28,17 +28,11 @@ func (a *Agent) handleDeleteACLs(ctx context.Context, r *request) (kmsg.Response
 	req := r.req.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	all := func(code *kerr.Error, msg string) (kmsg.Response, error) {
+	if code, msg := a.aclChangeRefused(r); code != nil {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code.Code, &msg
 		}
 		return resp, nil
-	}
-	if !a.authorizeCluster(r, opAlter) {
-		return all(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Message)
-	}
-	if !a.authzEnabled() {
-		return all(kerr.SecurityDisabled, noAuthorizer)
 	}
 	var filters []metadata.ACLFilter
 	var valid []int

@@ -60,16 +60,7 @@ func newACLCluster(t *testing.T, opts ...func(*Config)) *aclCluster {
 		for _, o := range opts {
 			o(&cfg)
 		}
-		a := New(cfg, store, bucket, nil)
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			a.Close(cctx)
-			store.Close()
-		})
+		a := startAgent(t, cfg, store, bucket, nil, func() { store.Close() })
 		agents, stores = append(agents, a), append(stores, store)
 	}
 	for _, a := range agents {

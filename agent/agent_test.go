@@ -69,8 +69,17 @@ func newTestAgentOver(t testing.TB, bucket storage.Bucket, wrap func(metadata.St
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	a := startAgent(t, cfg, store, bucket, log, func() { sqliteStore.Close() })
+	return &testAgent{Agent: a, store: sqliteStore, bucket: bucket}
+}
+
+// startAgent starts an agent with cfg over store and bucket (which the
+// test's other agents may share) and, at cleanup, closes it and then calls
+// done (the closing of what the test opened for it; nil for nothing).
+func startAgent(t testing.TB, cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logger, done func()) *Agent {
+	t.Helper()
 	a := New(cfg, store, bucket, log)
-	if err := a.Start(ctx); err != nil {
+	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -79,9 +88,11 @@ func newTestAgentOver(t testing.TB, bucket storage.Bucket, wrap func(metadata.St
 		if err := a.Close(cctx); err != nil {
 			t.Error(err)
 		}
-		sqliteStore.Close()
+		if done != nil {
+			done()
+		}
 	})
-	return &testAgent{Agent: a, store: sqliteStore, bucket: bucket}
+	return a
 }
 
 func (ta *testAgent) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {

@@ -171,16 +171,7 @@ func twoAgents(t *testing.T, ctx context.Context, opts ...func(*Config)) []*Agen
 		for _, o := range opts {
 			o(&cfg)
 		}
-		a := New(cfg, store, mem.New(), nil)
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			a.Close(cctx)
-			store.Close()
-		})
+		a := startAgent(t, cfg, store, mem.New(), nil, func() { store.Close() })
 		agents = append(agents, a)
 	}
 	for _, a := range agents {

@@ -72,19 +72,7 @@ func newZoneAgent(t *testing.T, path string, bucket storage.Bucket, opts ...func
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a := New(cfg, store, bucket, nil)
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Close(cctx); err != nil {
-			t.Error(err)
-		}
-		store.Close()
-	})
-	return a
+	return startAgent(t, cfg, store, bucket, nil, func() { store.Close() })
 }
 
 // waitRing waits until every agent's ring (live agents of its zone with an

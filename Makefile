@@ -56,20 +56,9 @@ export FLOE_KAFKAGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/segmentio/kaf
 export FLOE_KAFKAGO_KAFKA_VERSION := 3.7.0
 
 # kafka-go tests (and subtests) that fail against floe, and why. The suite fails on any other
-# failure, and on a listed test that passes: take it off the list.
-# - issue 17, client quotas are not enforced yet: AlterClientQuotas answers POLICY_VIOLATION
-#   (floe stores no quota it would not enforce), so DescribeClientQuotas finds none.
-#     TestClientAlterClientQuotas
-# - issue 17, SASL, SCRAM credentials and ACLs are not implemented: the suite's SASL listener is
-#   localhost:9093 (nothing listens there); SCRAM credentials (50/51) and ACLs (29-31) are not
-#   served, and the connection is closed on them.
-#     TestSASL TestUnsupportedSASLMechanism TestWriter/writing_a_message_with_SASL_Plain_authentication
-#     TestAlterUserScramCredentials TestDescribeUserScramCredentials
-#     TestClientCreateACLs TestClientDeleteACLs TestClientDescribeACLs
-export FLOE_KAFKAGO_ALLOWED_FAILURES := TestClientAlterClientQuotas \
-	TestSASL TestUnsupportedSASLMechanism TestWriter/writing_a_message_with_SASL_Plain_authentication \
-	TestAlterUserScramCredentials TestDescribeUserScramCredentials \
-	TestClientCreateACLs TestClientDeleteACLs TestClientDescribeACLs
+# failure, and on a listed test that passes: take it off the list. (None fails now: the suite's
+# SASL listener, localhost:9093, and its users are set up by TestKafkaGoSuite.)
+export FLOE_KAFKAGO_ALLOWED_FAILURES :=
 
 # kafka-go tests that skip themselves, and why:
 # - skipped unconditionally by kafka-go ("only succeeds against kafka 0.10.1.0"; "doesn't work

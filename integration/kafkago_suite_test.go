@@ -57,6 +57,20 @@ var kafkaGoSuitePkgs = []struct{ bin, dir string }{
 // kafkaGoAddr is where the suite expects a broker.
 const kafkaGoAddr = "127.0.0.1:9092"
 
+// kafkaGoSASLAddr is where the suite's SASL tests look for a SASL listener
+// (PLAIN and SCRAM, with the users kafkaGoUsers).
+const kafkaGoSASLAddr = "127.0.0.1:9093"
+
+// kafkaGoUsers are the SASL users of kafka-go's test environment (its
+// docker-compose files): user, mechanism, password.
+var kafkaGoUsers = [][3]string{
+	{"adminplain", "SCRAM-SHA-512", "admin-secret"}, // PLAIN checks the SCRAM keys
+	{"adminscram", "SCRAM-SHA-256", "admin-secret-256"},
+	{"adminscram", "SCRAM-SHA-512", "admin-secret-512"},
+	{"adminscram256", "SCRAM-SHA-256", "admin-secret-256"},
+	{"adminscram512", "SCRAM-SHA-512", "admin-secret-512"},
+}
+
 // kafka2Version is the KAFKA_VERSION of the second run of the tests in
 // FLOE_KAFKAGO_KAFKA2_TESTS: the last Kafka 2 kafka-go's CI runs.
 const kafka2Version = "2.8.1"
@@ -95,16 +109,16 @@ func kafkaGoSuite(t *testing.T) (dir, src string) {
 // suite will connect: on 127.0.0.1:9092, or on [::1]:9092, which kafka-go
 // tries first on hosts that resolve localhost to ::1.
 func checkKafkaGoPort(t *testing.T) {
-	for _, addr := range []string{kafkaGoAddr, "[::1]:9092"} {
+	for _, addr := range []string{kafkaGoAddr, "[::1]:9092", kafkaGoSASLAddr, "[::1]:9093"} {
 		ln, err := net.Listen("tcp", addr)
 		if err == nil {
 			ln.Close()
 			continue
 		}
-		if addr != kafkaGoAddr && !errors.Is(err, syscall.EADDRINUSE) {
+		if addr != kafkaGoAddr && addr != kafkaGoSASLAddr && !errors.Is(err, syscall.EADDRINUSE) {
 			continue // no IPv6 loopback here: nothing can listen on it either
 		}
-		t.Fatalf("kafka-go suite: its tests hard-code localhost:9092, but %s cannot be used: %v\n"+
+		t.Fatalf("kafka-go suite: its tests hard-code localhost:9092 and :9093, but %s cannot be used: %v\n"+
 			"(is `make run` or another broker running? stop it and run the test again)", addr, err)
 	}
 }
@@ -239,8 +253,24 @@ func TestKafkaGoSuite(t *testing.T) {
 	binDir, src := kafkaGoSuite(t)
 	checkKafkaGoPort(t)
 	p := &proc{t: t, Addr: kafkaGoAddr, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	p.args = []string{"dev", "--data-dir", t.TempDir(), "--kafka-addr", p.Addr,
-		"--advertise-addr", "localhost:9092", "--http-addr", p.HTTPAddr}
+	dir := t.TempDir()
+	for _, u := range kafkaGoUsers {
+		out, err := exec.Command(floeBin, "user", "add", u[0], "--metadata", "sqlite://"+filepath.Join(dir, "meta.db"),
+			"--mechanism", u[1], "--password", u[2]).CombinedOutput()
+		if err != nil {
+			t.Fatalf("floe user add %s: %v\n%s", u[0], err, out)
+		}
+	}
+	// A plaintext listener on :9092 and the SASL one on :9093, as the
+	// suite's environment has them; an authorizer with every principal
+	// the suite uses as a super user, so that its ACL tests have ACLs to
+	// manage and nothing is refused.
+	p.args = []string{"dev", "--data-dir", dir,
+		"--listeners", "PLAINTEXT://" + kafkaGoAddr + ",SASL_PLAINTEXT://" + kafkaGoSASLAddr,
+		"--advertised-listeners", "PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093",
+		"--sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"--authorizer", "--super-users", "User:ANONYMOUS;User:adminplain;User:adminscram;User:adminscram256;User:adminscram512",
+		"--http-addr", p.HTTPAddr}
 	p.start()
 	t.Cleanup(p.Stop)
 

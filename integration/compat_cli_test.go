@@ -119,15 +119,23 @@ func cliKcatVersion(t *testing.T) string {
 // the test with kcat's stderr and the floe logs when kcat fails.
 func cliKcat(t *testing.T, ctx context.Context, tg *compatTarget, stdin string, args ...string) string {
 	t.Helper()
+	out, stderr, ok := kcatRun(t, ctx, stdin, args...)
+	if !ok {
+		t.Fatalf("kcat %v failed\nstdout:\n%s\nstderr:\n%s", args, out, stderr)
+	}
+	return out
+}
+
+// kcatRun runs kcat with stdin and returns its output, its stderr and
+// whether it succeeded.
+func kcatRun(t *testing.T, ctx context.Context, stdin string, args ...string) (string, string, bool) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, "kcat", args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kcat %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
-	}
-	return string(out)
+	return string(out), stderr.String(), err == nil
 }
 
 // cliKcatProduce and cliKcatConsume run kcat -P and -C through the target's
@@ -318,8 +326,14 @@ func cliKafkajsSetup(t *testing.T) (node, dir, client string) {
 // FLOE_KAFKAJS_DEBUG=1 turns on kafkajs's debug log (on stderr).
 func cliMatrixJS(t *testing.T, ctx context.Context, node, dir string, tg *compatTarget, kase string, args ...string) []string {
 	t.Helper()
-	args = append([]string{"matrix.js", kase, "--produce=" + tg.produce, "--produce-id=" + tg.produceID,
-		"--consume=" + tg.consumers(), "--consume-id=" + tg.consumeID}, args...)
+	return runNode(t, ctx, node, dir, append([]string{"matrix.js", kase, "--produce=" + tg.produce, "--produce-id=" + tg.produceID,
+		"--consume=" + tg.consumers(), "--consume-id=" + tg.consumeID}, args...)...)
+}
+
+// runNode runs node with args in dir and returns its output lines; it
+// fails the test with stderr when node fails.
+func runNode(t *testing.T, ctx context.Context, node, dir string, args ...string) []string {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
 	var stderr strings.Builder

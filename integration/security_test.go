@@ -517,18 +517,6 @@ func secSarama(t *testing.T, d *secDev) {
 
 // --- kcat ---
 
-// kcatRun runs kcat and returns its stdout, its stderr and whether it
-// exited 0.
-func kcatRun(t *testing.T, ctx context.Context, stdin string, args ...string) (string, string, bool) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, "kcat", args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	return string(out), stderr.String(), err == nil
-}
-
 // kcatRoundTrip produces the records of tag with kcat and reads them back.
 func kcatRoundTrip(t *testing.T, ctx context.Context, d *secDev, tag, addr string, sec ...string) {
 	t.Helper()
@@ -701,15 +689,7 @@ func runSecurityJS(t *testing.T, ctx context.Context, node, dir string, c jsCase
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, node, "security.js", string(arg))
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node security.js %s: %v\nstdout:\n%s\nstderr:\n%s", arg, err, out, stderr.String())
-	}
-	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	return runNode(t, ctx, node, dir, "security.js", string(arg))
 }
 
 func secKafkajs(t *testing.T, d *secDev) {

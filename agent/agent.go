@@ -441,9 +441,6 @@ func (a *Agent) refreshLive(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list live agents: %w", err)
 	}
-	if a.isDraining() {
-		live = withoutAgent(live, a.id)
-	}
 	a.viewMu.Lock()
 	a.noteDepartedLocked(a.live, live, time.Now())
 	a.live = live

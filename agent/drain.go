@@ -41,11 +41,8 @@ func (a *Agent) drain(ctx context.Context) {
 	} else {
 		a.deregistered.Store(true)
 	}
-	a.viewMu.Lock()
-	a.live = withoutAgent(a.live, a.id)
-	others := len(a.live) > 0
-	a.viewMu.Unlock()
-	if !others || a.cfg.DrainDelay <= 0 {
+	// liveAgents leaves this agent out from now on, while others are live.
+	if view := a.liveAgents(); (len(view) == 1 && view[0].ID == a.id) || a.cfg.DrainDelay <= 0 {
 		return
 	}
 	wait := a.cfg.DrainDelay

@@ -41,15 +41,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// handedOut holds every port freePort has returned in this test binary.
+var handedOut sync.Map
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that it has not returned before: the kernel may hand a just-closed port
+// out again at once, and two ports asked for back to back (a Kafka and an
+// HTTP address) then collide.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if _, dup := handedOut.LoadOrStore(port, true); !dup {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // proc is one running floe process.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"floe/internal/freeport"
 )
 
 // floeBin is the floe binary built once by TestMain.
@@ -24,6 +25,11 @@ var floeBin string
 
 func TestMain(m *testing.M) {
 	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	if os.Getenv("FLOE_SHARE_HELPER") != "" {
+		// This binary runs again as a client process of a test
+		// (TestShareHelperConsumer): it needs no floe of its own.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "floe-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,26 +47,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// handedOut holds every port freePort has returned in this test binary.
-var handedOut sync.Map
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago and
-// that it has not returned before: the kernel may hand a just-closed port
-// out again at once, and two ports asked for back to back (a Kafka and an
-// HTTP address) then collide.
+// freePort returns a port on 127.0.0.1 no other server of this test
+// binary (agents, PostgreSQL, MinIO) was given.
 func freePort(t testing.TB) int {
 	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if _, dup := handedOut.LoadOrStore(port, true); !dup {
-			return port
-		}
+	port, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return port
 }
 
 // proc is one running floe process.

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"floe/internal/freeport"
 )
 
 // podNet is the address range of every pod network the test makes: node i's bridge is
@@ -109,12 +111,11 @@ func saveSysctls(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // proc is a process the test started, with its output in a log file.

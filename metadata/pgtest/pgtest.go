@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,6 +24,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"floe/internal/freeport"
 )
 
 // ErrNoBinaries means no PostgreSQL server binaries were found.
@@ -98,7 +99,7 @@ func StartServer(dir string) (*Server, error) {
 	// with another.
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
+		port, err := freeport.Get()
 		if err != nil {
 			return nil, err
 		}
@@ -244,14 +245,4 @@ func BinDir() (string, error) {
 func versionOf(bindir string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(bindir)))
 	return v
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

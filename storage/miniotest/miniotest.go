@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,6 +26,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"floe/internal/freeport"
 )
 
 // EnvBinary names the environment variable holding the MinIO binary path.
@@ -111,11 +112,11 @@ func StartProcess(dir string) (*Server, func(), error) {
 }
 
 func startOnce(bin, dir string) (*Server, error) {
-	apiPort, err := freePort()
+	apiPort, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
-	consolePort, err := freePort()
+	consolePort, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -244,19 +245,6 @@ func (s *Server) Env() []string {
 		"AWS_REGION=us-east-1",
 		"AWS_EC2_METADATA_DISABLED=true",
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("find free port: not a tcp address")
-	}
-	return addr.Port, nil
 }
 
 // syncBuffer collects the server's output, written by the exec package's

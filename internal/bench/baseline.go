@@ -123,7 +123,7 @@ func RawPut(ctx context.Context, cfg RawPutConfig) (*Result, error) {
 	}
 
 	n := puts.Load()
-	tp := throughput(n, n*int64(cfg.ObjectSize), elapsed)
+	tp := NewThroughput(n, n*int64(cfg.ObjectSize), elapsed)
 	raw := &RawPutResult{ObjectSize: cfg.ObjectSize, Concurrency: cfg.Concurrency, Puts: n,
 		PutsPerS: tp.RecordsPerS, MBPerS: tp.MBPerS, Latency: lat.Summary()}
 	return &Result{Label: cfg.Label, Kind: "raw-put", Mode: "put", StartedAt: start,

@@ -24,10 +24,10 @@ const (
 	ModeE2E     = "e2e"     // produce and consume at once: both latencies
 )
 
-// dueHeader carries a record's scheduled send time (Unix nanoseconds, big
+// DueHeader carries a record's scheduled send time (Unix nanoseconds, big
 // endian) so the consumer measures end-to-end latency from the same
 // origin as the producer.
-const dueHeader = "floe-bench-due"
+const DueHeader = "floe-bench-due"
 
 // Config is one load run. Zero fields take the defaults of DefaultConfig.
 type Config struct {
@@ -94,7 +94,8 @@ type Throughput struct {
 	MBPerS      float64 `json:"mb_per_s"`
 }
 
-func throughput(recs, bytes int64, d time.Duration) Throughput {
+// NewThroughput is recs records of bytes bytes moved in d.
+func NewThroughput(recs, bytes int64, d time.Duration) Throughput {
 	t := Throughput{Records: recs, Bytes: bytes, Seconds: round2(d.Seconds())}
 	if s := d.Seconds(); s > 0 {
 		t.RecordsPerS = round2(float64(recs) / s)
@@ -298,14 +299,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Sent = r.sent.Load()
 	res.Late, res.Errors, res.FirstError = r.late.Load(), r.errs.Load(), r.firstErr
 	if cfg.Mode == ModeConsume {
-		res.Produced = throughput(r.acked.Load(), r.ackedBytes.Load(), 0)
+		res.Produced = NewThroughput(r.acked.Load(), r.ackedBytes.Load(), 0)
 	} else {
-		res.Produced = throughput(r.acked.Load(), r.ackedBytes.Load(), time.Unix(0, r.lastAck.Load()).Sub(start))
+		res.Produced = NewThroughput(r.acked.Load(), r.ackedBytes.Load(), time.Unix(0, r.lastAck.Load()).Sub(start))
 		l := r.produceLat.Summary()
 		res.ProduceLatency = &l
 	}
 	if cfg.Mode != ModeProduce {
-		c := throughput(r.consumed.Load(), r.consumedBytes.Load(), time.Unix(0, r.lastConsume.Load()).Sub(start))
+		c := NewThroughput(r.consumed.Load(), r.consumedBytes.Load(), time.Unix(0, r.lastConsume.Load()).Sub(start))
 		res.Consumed = &c
 	}
 	if cfg.Mode == ModeE2E {
@@ -437,7 +438,7 @@ func (r *run) producer(ctx context.Context, cl *kgo.Client, k, n, limit int64, e
 		var hdr [8]byte
 		binary.BigEndian.PutUint64(hdr[:], uint64(due.UnixNano()))
 		rec := &kgo.Record{Topic: r.cfg.Topic, Value: r.value,
-			Headers: []kgo.RecordHeader{{Key: dueHeader, Value: hdr[:]}}}
+			Headers: []kgo.RecordHeader{{Key: DueHeader, Value: hdr[:]}}}
 		r.sent.Add(1)
 		cl.Produce(ctx, rec, func(rec *kgo.Record, err error) {
 			now := time.Now()
@@ -504,7 +505,7 @@ func (r *run) consume(ctx context.Context, producedAll <-chan struct{}) error {
 			n++
 			bytes += int64(len(rec.Value))
 			for _, h := range rec.Headers {
-				if h.Key == dueHeader && len(h.Value) == 8 {
+				if h.Key == DueHeader && len(h.Value) == 8 {
 					due := time.Unix(0, int64(binary.BigEndian.Uint64(h.Value)))
 					if !due.Before(r.measureFrom) {
 						r.e2eLat.Record(now.Sub(due))

@@ -93,7 +93,7 @@ func TestReportOutputs(t *testing.T) {
 	lat := h.Summary()
 	rep := &Report{Title: "t <&>", Generated: time.Unix(0, 0), Machine: ThisMachine(), Command: "floe bench e2e",
 		Results: []*Result{
-			{Label: "floe dev", Kind: "kafka", Mode: ModeE2E, Produced: throughput(1000, 1e6, time.Second),
+			{Label: "floe dev", Kind: "kafka", Mode: ModeE2E, Produced: NewThroughput(1000, 1e6, time.Second),
 				Consumed: &Throughput{Records: 1000}, ProduceLatency: &lat, E2ELatency: &lat, Storage: &Storage{Puts: 3, BytesPerPut: 333}},
 			{Label: "raw PUT", Kind: "raw-put", Mode: "put", RawPut: &RawPutResult{ObjectSize: 9, Concurrency: 2, Latency: lat}, ProduceLatency: &lat},
 		}}

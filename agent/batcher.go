@@ -146,7 +146,7 @@ func newBatcher(a *Agent) *batcher {
 		dispDone: make(chan struct{}),
 		// Idle recycled buffers are part of the agent's fixed overhead:
 		// half the buffer budget keeps a few objects' worth.
-		bufs: newBufPool(a.cfg.BufferBytes / 2),
+		bufs: newBufPool(a.cfg.poolBytes()),
 	}
 	b.writers.New = func() any { return storage.NewObjectWriter() }
 	b.w = b.writers.Get().(*storage.ObjectWriter)

@@ -90,7 +90,7 @@ func runCompactor(args []string) error {
 	if err != nil {
 		return err
 	}
-	setMemoryLimit(log)
+	setMemoryLimit(log, nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, bucket, closeStores, err := openStores(ctx, *metaURL, *bucketURL, *httpAddr, log)

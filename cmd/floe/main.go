@@ -88,6 +88,8 @@ type agentFlags struct {
 	// latency on any bucket, and a CPU profile of the agent under load.
 	bucketLatency time.Duration
 	cpuProfile    string
+	// pprof serves Go's profiles on the HTTP listener (memlimit.go).
+	pprof bool
 	// compactor, when set (floe dev), runs the compactor's jobs in the
 	// agent's process, and the Iceberg converter beside them.
 	compactor *compactorFlags
@@ -144,6 +146,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on SIGTERM, how long the agent serves on after leaving the registry, so that the other agents stop naming it in Metadata first (at most half of --shutdown-grace)")
 	fs.DurationVar(&f.bucketLatency, "bucket-latency", 0, "benchmarking: add this latency to every object-store request (e.g. 100ms, like S3)")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "benchmarking: write a pprof CPU profile of the whole run to `file`")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's runtime profiles (heap, CPU, goroutines) under /debug/pprof/ on the HTTP listener")
 }
 
 // check refuses settings that contradict each other, as Kafka refuses to
@@ -222,6 +225,7 @@ func newFlagSet(name, summary string) *flag.FlagSet {
 
 func runDev(args []string) error {
 	f := agentFlags{cfg: agent.DevConfig()}
+	devMemory(&f.cfg)
 	fs := newFlagSet("dev", "Runs one agent on embedded stores: metadata in SQLite (DIR/meta.db) and\nobjects in a directory (DIR/objects). Nothing else to install or start.")
 	dataDir := fs.String("data-dir", "./floe-data", "`directory` holding the metadata database and the objects")
 	f.register(fs)
@@ -276,7 +280,7 @@ func runAgent(args []string) error {
 // serve opens the stores, runs the agent until SIGINT/SIGTERM, then shuts it
 // down: stop accepting, flush, answer in-flight requests, deregister.
 func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
-	setMemoryLimit(log)
+	setMemoryLimit(log, f.memoryBudgets())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, bucket, closeStores, err := openStores(ctx, metaURL, bucketURL, f.cfg.HTTPAddr, log)
@@ -314,6 +318,9 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	defer closeCat()
 	if cat != nil {
 		f.cfg.HTTPHandlers = map[string]http.Handler{"/iceberg/": iceberg.RESTHandler("/iceberg", cat, log)}
+	}
+	if f.pprof {
+		addPprof(&f.cfg)
 	}
 
 	// The compactor and the converter start first (their metrics join the

@@ -2,36 +2,80 @@ package main
 
 import (
 	"log/slog"
+	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"floe/agent"
 )
 
 // cgroupLimitFiles are where a container's memory limit is read: cgroup
 // v2, then v1 (both as containers mount them, at the root).
 var cgroupLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// setMemoryLimit gives the Go runtime a soft memory limit inside a
-// container that has a memory limit and no GOMEMLIMIT (the Helm chart sets
-// GOMEMLIMIT itself; `docker run --memory` does not): nine tenths of the
-// limit, so that the garbage collector works harder before the kernel's
-// OOM killer would. GOMEMLIMIT, when set, is the runtime's already and is
-// left alone; so is a process without a limit. It returns the limit set
-// (0 for none).
-func setMemoryLimit(log *slog.Logger) int64 {
+// memoryHeadroom is what the Go runtime may hold beyond the budgets'
+// sum: the heap outside them (metadata caches, connections' state,
+// goroutine stacks, the embedded SQLite's pages) and the garbage made
+// between two collections. The process's resident size adds its code
+// (about 50 MiB of mapped binary) to that.
+const memoryHeadroom = 16 << 20
+
+// setMemoryLimit gives the Go runtime a soft memory limit: the sum of the
+// process's memory budgets plus memoryHeadroom, so that the garbage
+// collector runs before the heap's garbage takes it past them (with the
+// default GOGC a heap of 400 MB live grew to 1 GB between collections).
+// Inside a container with a memory limit the soft limit is at most nine
+// tenths of it, so that the collector works harder before the kernel's
+// OOM killer would; budgets that do not fit there are logged. GOMEMLIMIT,
+// when set, is the runtime's already and is left alone. It returns the
+// limit set (0 for none).
+func setMemoryLimit(log *slog.Logger, budgets []agent.MemoryBudget) int64 {
 	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		log.Info("memory limit from GOMEMLIMIT", "limit", v)
 		return 0
 	}
-	limit := cgroupMemoryLimit(cgroupLimitFiles)
-	if limit <= 0 {
+	sum := agent.SumBudgets(budgets)
+	soft, from := memoryLimit(sum, cgroupMemoryLimit(cgroupLimitFiles))
+	if soft <= 0 {
 		return 0
 	}
-	soft := limit / 10 * 9
 	debug.SetMemoryLimit(soft)
-	log.Info("memory limit from the container's cgroup", "cgroup_bytes", limit, "soft_limit_bytes", soft)
+	args := []any{"soft_limit_bytes", soft, "from", from, "budgets_bytes", sum}
+	for _, b := range budgets {
+		args = append(args, "--"+b.Flag+" ("+b.Name+")", b.Bytes)
+	}
+	if from == "cgroup" && sum+memoryHeadroom > soft {
+		log.Warn("memory budgets exceed nine tenths of the container's limit: lower them", args...)
+	} else {
+		log.Info("memory limit", args...)
+	}
 	return soft
+}
+
+// memoryLimit is the soft limit for budgets summing to sum under a
+// container limit of cgroup bytes (0: none), and what decided it.
+func memoryLimit(sum, cgroup int64) (int64, string) {
+	soft, from := int64(0), ""
+	if sum > 0 {
+		soft, from = sum+memoryHeadroom, "budgets"
+	}
+	if c := cgroup / 10 * 9; c > 0 && (soft == 0 || c < soft) {
+		soft, from = c, "cgroup"
+	}
+	return soft, from
+}
+
+// devMemory lowers the agent's budgets for `floe dev`, to what a laptop
+// running a broker beside everything else expects (the sum, with dev's
+// compactor, is about 200 MiB; an agent's defaults sum to 480 MiB):
+// 32 MiB of requests in flight still keeps four 8 MiB flushes going.
+func devMemory(c *agent.Config) {
+	c.BufferBytes = 32 << 20
+	c.FetchBufferBytes = 32 << 20
+	c.CacheBytes = 64 << 20
 }
 
 // cgroupMemoryLimit is the first limit the files give, or 0: "max", a
@@ -53,4 +97,26 @@ func cgroupMemoryLimit(files []string) int64 {
 		return n
 	}
 	return 0
+}
+
+// addPprof serves net/http/pprof's handlers under /debug/pprof/ on the
+// agent's HTTP listener (--pprof), behind the listener's authentication:
+// heap profiles are how the memory budgets were found and are checked.
+func addPprof(c *agent.Config) {
+	if c.HTTPHandlers == nil {
+		c.HTTPHandlers = map[string]http.Handler{}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	c.HTTPHandlers["/debug/pprof/"] = mux
+}
+
+// memoryBudgets are the budgets of everything this process runs: the
+// agent's, and in floe dev its compactor's.
+func (f *agentFlags) memoryBudgets() []agent.MemoryBudget {
+	return f.cfg.MemoryBudgets()
 }

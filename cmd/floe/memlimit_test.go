@@ -31,3 +31,23 @@ func TestCgroupMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		sum, cgroup int64
+		want        int64
+		from        string
+	}{
+		{200 << 20, 0, 200<<20 + memoryHeadroom, "budgets"},
+		{200 << 20, 1 << 30, 200<<20 + memoryHeadroom, "budgets"},
+		// Budgets over the container's nine tenths: the container wins.
+		{1 << 30, 1 << 30, 1 << 30 / 10 * 9, "cgroup"},
+		{0, 1 << 30, 1 << 30 / 10 * 9, "cgroup"},
+		{0, 0, 0, ""},
+	} {
+		got, from := memoryLimit(tc.sum, tc.cgroup)
+		if got != tc.want || from != tc.from {
+			t.Errorf("memoryLimit(%d, %d) = %d, %q; want %d, %q", tc.sum, tc.cgroup, got, from, tc.want, tc.from)
+		}
+	}
+}

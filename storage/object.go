@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -132,7 +133,13 @@ func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
 
 // Size returns the size of the object Finish would return now.
 func (w *ObjectWriter) Size() int64 {
-	return w.bodyLen + int64(w.runCount())*runSize + minObjectSize
+	return ObjectSize(w.bodyLen, w.runCount())
+}
+
+// ObjectSize is the size of an object whose body holds bodyLen bytes in
+// runs runs.
+func ObjectSize(bodyLen int64, runs int) int64 {
+	return bodyLen + int64(runs)*runSize + minObjectSize
 }
 
 func (w *ObjectWriter) runCount() int {
@@ -181,36 +188,12 @@ func (w *ObjectWriter) FinishParts(parts [][]byte) ([][]byte, []Run) {
 	pos := int64(0)
 	for i := range w.pending {
 		p := &w.pending[i]
-		if i == 0 || !samePartition(&w.pending[i-1], p) {
-			runs = append(runs, Run{
-				TopicID:      p.topic,
-				Partition:    p.partition,
-				Offset:       pos,
-				MinTimestamp: p.minTS,
-				MaxTimestamp: p.maxTS,
-			})
-		}
-		r := &runs[len(runs)-1]
+		runs = addToRun(runs, p.topic, p.partition, pos, int64(len(p.data)), p.records, p.minTS, p.maxTS)
 		parts = append(parts, p.data)
 		crc = crc32.Update(crc, castagnoli, p.data)
 		pos += int64(len(p.data))
-		r.Length += int64(len(p.data))
-		r.Batches++
-		r.Records += p.records
-		r.MinTimestamp = min(r.MinTimestamp, p.minTS)
-		r.MaxTimestamp = max(r.MaxTimestamp, p.maxTS)
 	}
-
-	footer := make([]byte, 0, len(runs)*runSize+minObjectSize)
-	for i := range runs {
-		footer = appendRun(footer, &runs[i])
-	}
-	footer = binary.BigEndian.AppendUint32(footer, uint32(len(runs)))
-	footer = binary.BigEndian.AppendUint32(footer, uint32(len(runs)*runSize+4))
-	crc = crc32.Update(crc, castagnoli, footer)
-	footer = binary.BigEndian.AppendUint32(footer, crc)
-	footer = binary.BigEndian.AppendUint16(footer, objectVersion)
-	footer = append(footer, objectMagic...)
+	footer := appendFooter(make([]byte, 0, len(runs)*runSize+minObjectSize), runs, crc)
 	parts = append(parts, footer)
 
 	// Drop the references to the caller's batch bytes so they can be
@@ -219,6 +202,78 @@ func (w *ObjectWriter) FinishParts(parts [][]byte) ([][]byte, []Run) {
 	w.pending = w.pending[:0]
 	w.bodyLen = 0
 	return parts, runs
+}
+
+// addToRun counts a batch of length bytes at pos in the last of runs, or
+// in a new run when it is the first batch of its partition.
+func addToRun(runs []Run, topic TopicID, partition int32, pos, length, records, minTS, maxTS int64) []Run {
+	if n := len(runs); n == 0 || runs[n-1].TopicID != topic || runs[n-1].Partition != partition {
+		runs = append(runs, Run{TopicID: topic, Partition: partition, Offset: pos, MinTimestamp: minTS, MaxTimestamp: maxTS})
+	}
+	r := &runs[len(runs)-1]
+	r.Length += length
+	r.Batches++
+	r.Records += records
+	r.MinTimestamp = min(r.MinTimestamp, minTS)
+	r.MaxTimestamp = max(r.MaxTimestamp, maxTS)
+	return runs
+}
+
+// appendFooter appends the footer of an object with runs to b, given crc,
+// the CRC-32C of the body.
+func appendFooter(b []byte, runs []Run, crc uint32) []byte {
+	start := len(b)
+	for i := range runs {
+		b = appendRun(b, &runs[i])
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(runs)))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(runs)*runSize+4))
+	crc = crc32.Update(crc, castagnoli, b[start:])
+	b = binary.BigEndian.AppendUint32(b, crc)
+	b = binary.BigEndian.AppendUint16(b, objectVersion)
+	return append(b, objectMagic...)
+}
+
+// StreamWriter writes an object to an io.Writer as its batches come, for
+// writers that cannot hold it (the compactor's merges): the same object
+// an ObjectWriter lays out, except that the batches must be added grouped
+// by partition, in the order FinishParts lays them out (topic id, then
+// partition). Not safe for concurrent use.
+type StreamWriter struct {
+	w    io.Writer
+	crc  uint32
+	pos  int64
+	runs []Run
+}
+
+// NewStreamWriter returns a writer of one object to w.
+func NewStreamWriter(w io.Writer) *StreamWriter { return &StreamWriter{w: w} }
+
+// Add writes one batch for partition of topic (arguments as
+// ObjectWriter.Add's). A partition's batches must follow each other.
+func (s *StreamWriter) Add(topic TopicID, partition int32, batch []byte, records, minTS, maxTS int64) error {
+	if n := len(s.runs); n > 0 {
+		last := &s.runs[n-1]
+		if c := bytes.Compare(topic[:], last.TopicID[:]); c < 0 || c == 0 && partition < last.Partition {
+			return fmt.Errorf("stream writer: partition %d of topic %x added after partition %d of topic %x",
+				partition, topic[:], last.Partition, last.TopicID[:])
+		}
+	}
+	if _, err := s.w.Write(batch); err != nil {
+		return err
+	}
+	s.runs = addToRun(s.runs, topic, partition, s.pos, int64(len(batch)), records, minTS, maxTS)
+	s.crc = crc32.Update(s.crc, castagnoli, batch)
+	s.pos += int64(len(batch))
+	return nil
+}
+
+// Finish writes the footer and returns the object's runs in body order.
+func (s *StreamWriter) Finish() ([]Run, error) {
+	if _, err := s.w.Write(appendFooter(nil, s.runs, s.crc)); err != nil {
+		return nil, err
+	}
+	return s.runs, nil
 }
 
 func samePartition(a, b *pendingBatch) bool {

@@ -10,6 +10,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"time"
 )
 
@@ -51,4 +53,50 @@ type Bucket interface {
 	// List calls fn for every object whose key starts with prefix, in
 	// lexical key order. An error from fn stops the listing and is returned.
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+}
+
+// StreamPutter is a Bucket that stores an object read from a stream of
+// known size without holding it whole: the compactor's merges, up to
+// hundreds of megabytes each, go through it in a few megabytes of memory.
+// Every Bucket floe opens implements it.
+type StreamPutter interface {
+	// PutStream stores the size bytes read from body under key, as Put
+	// stores its parts. An error reading body, or a body of another size,
+	// fails the put and stores nothing.
+	PutStream(ctx context.Context, key string, size int64, body io.Reader) error
+}
+
+// PutStream stores size bytes of body under key through b's PutStream, or,
+// for a Bucket without one, by reading body into memory and calling Put.
+func PutStream(ctx context.Context, b Bucket, key string, size int64, body io.Reader) error {
+	if sp, ok := b.(StreamPutter); ok {
+		return sp.PutStream(ctx, key, size, body)
+	}
+	data, err := ReadStream(body, size)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return b.Put(ctx, key, data)
+}
+
+// ReadStream reads exactly size bytes from body and checks that it ends
+// there.
+func ReadStream(body io.Reader, size int64) ([]byte, error) {
+	data := make([]byte, size)
+	if _, err := io.ReadFull(body, data); err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return data, CheckStreamEnd(body)
+}
+
+// CheckStreamEnd fails unless body has nothing left: a stream longer than
+// the size it was announced with.
+func CheckStreamEnd(body io.Reader) error {
+	var one [1]byte
+	if n, err := io.ReadFull(body, one[:]); n > 0 {
+		return errors.New("body longer than its size")
+	} else if err != io.EOF {
+		return fmt.Errorf("read body: %w", err)
+	}
+	return nil
 }

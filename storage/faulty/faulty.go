@@ -7,12 +7,16 @@ package faulty
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"floe/storage"
 )
 
-var _ storage.Bucket = (*Bucket)(nil)
+var (
+	_ storage.Bucket       = (*Bucket)(nil)
+	_ storage.StreamPutter = (*Bucket)(nil)
+)
 
 // Bucket passes every call to Bucket after the configured faults. Set the
 // fields before the Bucket is shared; to change faults while it is in use,
@@ -88,6 +92,18 @@ func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 		return err
 	}
 	if err := b.Bucket.Put(ctx, key, parts...); err != nil {
+		return err
+	}
+	return b.afterPut(key)
+}
+
+// PutStream applies the put faults around the real PutStream (or Put, for
+// a bucket without one, as storage.PutStream does).
+func (b *Bucket) PutStream(ctx context.Context, key string, size int64, body io.Reader) error {
+	if err := b.beforePut(ctx, key); err != nil {
+		return err
+	}
+	if err := storage.PutStream(ctx, b.Bucket, key, size, body); err != nil {
 		return err
 	}
 	return b.afterPut(key)

@@ -28,7 +28,10 @@ import (
 	"floe/storage"
 )
 
-var _ storage.Bucket = (*Bucket)(nil)
+var (
+	_ storage.Bucket       = (*Bucket)(nil)
+	_ storage.StreamPutter = (*Bucket)(nil)
+)
 
 // tempPrefix starts the name of every temp file. Keys may not contain a
 // segment with this prefix, so List can skip temp files without hiding an
@@ -83,7 +86,7 @@ func (b *Bucket) path(key string) (string, error) {
 // Put writes the concatenated parts under key durably, replacing any
 // existing object.
 func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
-	if err := b.put(ctx, key, parts, false); err != nil {
+	if err := b.put(ctx, key, func(f *os.File) error { return writeParts(f, parts) }, false); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
@@ -92,13 +95,28 @@ func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 // PutIfAbsent writes data under key durably unless key exists, in which case
 // it returns storage.ErrExists. The check and the write are one link(2).
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := b.put(ctx, key, [][]byte{data}, true); err != nil {
+	if err := b.put(ctx, key, func(f *os.File) error { return writeParts(f, [][]byte{data}) }, true); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
 }
 
-func (b *Bucket) put(ctx context.Context, key string, parts [][]byte, exclusive bool) error {
+// PutStream writes size bytes of body to a temp file, then renames it
+// into place as Put does: an error reading body leaves nothing.
+func (b *Bucket) PutStream(ctx context.Context, key string, size int64, body io.Reader) error {
+	write := func(f *os.File) error {
+		if _, err := io.CopyN(f, body, size); err != nil {
+			return fmt.Errorf("read body: %w", err)
+		}
+		return storage.CheckStreamEnd(body)
+	}
+	if err := b.put(ctx, key, write, false); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+func (b *Bucket) put(ctx context.Context, key string, write func(*os.File) error, exclusive bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -110,7 +128,7 @@ func (b *Bucket) put(ctx context.Context, key string, parts [][]byte, exclusive 
 	if err := b.mkdirAll(dir); err != nil {
 		return err
 	}
-	tmp, err := writeTemp(dir, parts)
+	tmp, err := writeTemp(dir, write)
 	if err != nil {
 		return err
 	}
@@ -136,9 +154,9 @@ func (b *Bucket) put(ctx context.Context, key string, parts [][]byte, exclusive 
 	return syncDir(dir)
 }
 
-// writeTemp writes the concatenated parts to a fresh temp file in dir,
-// fsynced and closed, and returns its path.
-func writeTemp(dir string, parts [][]byte) (string, error) {
+// writeTemp writes a fresh temp file in dir with write, fsyncs and closes
+// it, and returns its path.
+func writeTemp(dir string, write func(*os.File) error) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
@@ -146,7 +164,7 @@ func writeTemp(dir string, parts [][]byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = writeParts(f, parts)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}

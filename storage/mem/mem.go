@@ -5,6 +5,7 @@ package mem
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +14,10 @@ import (
 	"floe/storage"
 )
 
-var _ storage.Bucket = (*Bucket)(nil)
+var (
+	_ storage.Bucket       = (*Bucket)(nil)
+	_ storage.StreamPutter = (*Bucket)(nil)
+)
 
 type object struct {
 	data    []byte
@@ -42,6 +46,15 @@ func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 	b.objects[key] = o
 	b.mu.Unlock()
 	return nil
+}
+
+// PutStream stores the size bytes read from body under key.
+func (b *Bucket) PutStream(ctx context.Context, key string, size int64, body io.Reader) error {
+	data, err := storage.ReadStream(body, size)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return b.Put(ctx, key, data)
 }
 
 // PutIfAbsent stores a copy of data under key unless key exists, in which

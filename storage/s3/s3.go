@@ -26,13 +26,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
 	"floe/storage"
 )
 
-var _ storage.Bucket = (*Bucket)(nil)
+var (
+	_ storage.Bucket       = (*Bucket)(nil)
+	_ storage.StreamPutter = (*Bucket)(nil)
+)
 
 // Config says which bucket to use and how to reach it.
 type Config struct {
@@ -228,6 +232,74 @@ func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
 	})
 	if err != nil {
 		return fmt.Errorf("s3 put %s: %w", key, err)
+	}
+	return nil
+}
+
+// streamPartSize is the part size of PutStream's multipart uploads, and
+// the memory one PutStream holds: S3's parts are at least 5 MiB (but the
+// last), and at most 10,000 of them make an object of up to 78 GiB.
+const streamPartSize = 8 << 20
+
+// PutStream uploads size bytes of body under key. An object of up to one
+// part is one PutObject; a larger one is a multipart upload of
+// streamPartSize parts read one at a time, so the whole object is never
+// in memory. A failed upload is aborted, leaving no object.
+func (b *Bucket) PutStream(ctx context.Context, key string, size int64, body io.Reader) error {
+	if size <= streamPartSize {
+		data, err := storage.ReadStream(body, size)
+		if err != nil {
+			return fmt.Errorf("s3 put %s: %w", key, err)
+		}
+		return b.Put(ctx, key, data)
+	}
+	k := aws.String(b.prefix + key)
+	up, err := b.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
+		Bucket: &b.bucket, Key: k, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+	})
+	if err != nil {
+		return fmt.Errorf("s3 put %s: create multipart upload: %w", key, err)
+	}
+	if err := b.uploadParts(ctx, k, up.UploadId, size, body); err != nil {
+		// Without the abort the parts would be kept (and billed) until a
+		// lifecycle rule removed them.
+		_, aerr := b.client.AbortMultipartUpload(context.WithoutCancel(ctx), &awss3.AbortMultipartUploadInput{
+			Bucket: &b.bucket, Key: k, UploadId: up.UploadId,
+		})
+		return fmt.Errorf("s3 put %s: %w", key, errors.Join(err, aerr))
+	}
+	return nil
+}
+
+// uploadParts sends body as the parts of upload id, then completes it.
+func (b *Bucket) uploadParts(ctx context.Context, k, id *string, size int64, body io.Reader) error {
+	buf := make([]byte, streamPartSize)
+	var done []types.CompletedPart
+	for n := int32(1); size > 0; n++ {
+		part := buf[:min(size, streamPartSize)]
+		if _, err := io.ReadFull(body, part); err != nil {
+			return fmt.Errorf("read body: %w", err)
+		}
+		size -= int64(len(part))
+		out, err := b.client.UploadPart(ctx, &awss3.UploadPartInput{
+			Bucket: &b.bucket, Key: k, UploadId: id, PartNumber: aws.Int32(n),
+			Body: bytes.NewReader(part), ContentLength: aws.Int64(int64(len(part))),
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		})
+		if err != nil {
+			return fmt.Errorf("upload part %d: %w", n, err)
+		}
+		done = append(done, types.CompletedPart{PartNumber: aws.Int32(n), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32})
+	}
+	if err := storage.CheckStreamEnd(body); err != nil {
+		return err
+	}
+	_, err := b.client.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+		Bucket: &b.bucket, Key: k, UploadId: id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: done},
+	})
+	if err != nil {
+		return fmt.Errorf("complete multipart upload: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -36,6 +37,8 @@ func Run(t *testing.T, newBucket func(t *testing.T) storage.Bucket) {
 		{"LargeObject", testLargeObject},
 		{"ConcurrentPuts", testConcurrentPuts},
 		{"SlashKeys", testSlashKeys},
+		{"PutStream", testPutStream},
+		{"PutStreamFails", testPutStreamFails},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -383,3 +386,52 @@ func testSlashKeys(t *testing.T, b storage.Bucket) {
 		t.Fatalf("List(objects/) = %v", infos)
 	}
 }
+
+// testPutStream stores objects from a stream: empty, small, and larger
+// than the S3 bucket's 8 MiB parts (a multipart upload of three parts).
+// Every implementation is a StreamPutter.
+func testPutStream(t *testing.T, b storage.Bucket) {
+	if _, ok := b.(storage.StreamPutter); !ok {
+		t.Fatalf("%T is not a storage.StreamPutter", b)
+	}
+	for i, n := range []int{0, 1000, 17<<20 + 123} {
+		key := fmt.Sprintf("stream/%d", i)
+		data := pattern(n, uint64(i))
+		// A reader that hands out little at a time, as a pipe does.
+		if err := storage.PutStream(t.Context(), b, key, int64(n), io.LimitReader(&trickle{r: bytes.NewReader(data)}, int64(n))); err != nil {
+			t.Fatalf("PutStream(%q, %d bytes): %v", key, n, err)
+		}
+		checkGet(t, b, key, 0, -1, data)
+	}
+}
+
+// testPutStreamFails: a body that fails, or ends short or long of its
+// size, stores nothing.
+func testPutStreamFails(t *testing.T, b storage.Bucket) {
+	boom := errors.New("boom")
+	const n = 9<<20 + 5 // past one S3 part
+	data := pattern(n, 7)
+	for name, body := range map[string]io.Reader{
+		"error":  io.MultiReader(bytes.NewReader(data[:n-10]), &failing{err: boom}),
+		"short":  bytes.NewReader(data[:n-1]),
+		"long":   bytes.NewReader(append(data[:n:n], 1)),
+		"early":  &failing{err: boom},
+		"little": bytes.NewReader(data[:10]),
+	} {
+		key := "fails/" + name
+		if err := storage.PutStream(t.Context(), b, key, n, body); err == nil {
+			t.Errorf("%s: PutStream succeeded", name)
+		}
+		if _, err := b.Size(t.Context(), key); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("%s: after a failed PutStream, Size: %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+type trickle struct{ r io.Reader }
+
+func (t *trickle) Read(p []byte) (int, error) { return t.r.Read(p[:min(len(p), 4093)]) }
+
+type failing struct{ err error }
+
+func (f *failing) Read([]byte) (int, error) { return 0, f.err }

@@ -7,6 +7,9 @@ GO            ?= go
 TOOLS         ?= $(HOME)/.cache/floe-tools
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO_BIN     := $(TOOLS)/minio-20260212201848/minio
+# nats-server for make bench's broker comparison (NATS JetStream beside floe and kfake).
+NATS_VERSION  := v2.15.2
+NATS_BIN      := $(TOOLS)/nats-server-$(NATS_VERSION)/nats-server
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 HELM_VERSION  := v3.22.0
 HELM_BIN      := $(TOOLS)/helm-$(HELM_VERSION)/helm
@@ -98,7 +101,7 @@ export FLOE_KAFKAGO_NOT_RUN := TestReaderConsumerGroup/verify_offset_committed \
 # Packages with concurrency, tested under the race detector.
 RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./iceberg/... ./internal/...
 
-.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio kcat postgres kgo-test kafka-go-test helm image clean
+.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio nats-server kcat postgres kgo-test kafka-go-test helm image clean
 
 ## run: start floe on the embedded default (SQLite + ./floe-data) on 127.0.0.1:9092
 run: build
@@ -121,12 +124,12 @@ lint:
 
 ## bench: Go benchmarks of the hot paths, then the `floe bench` matrix on floe dev and on
 ## PostgreSQL + MinIO with the kfake and raw-PUT baselines; writes docs/benchmarks.md and docs/bench/
-bench: build minio postgres
+bench: build minio postgres nats-server
 	mkdir -p docs/bench
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./iceberg/... \
 		> docs/bench/go-bench.txt || { cat docs/bench/go-bench.txt; exit 1; }
 	cat docs/bench/go-bench.txt
-	$(GO) run ./internal/bench/matrix --floe ./bin/floe --out docs
+	$(GO) run ./internal/bench/matrix --floe ./bin/floe --nats-server $(NATS_BIN) --out docs
 
 ## compat: client compatibility only: franz-go's own kgo suite against floe dev and against two
 ## agents on PostgreSQL + MinIO, kafka-go's own suite against floe dev on 127.0.0.1:9092, and the
@@ -179,6 +182,12 @@ minio: $(MINIO_BIN)
 $(MINIO_BIN):
 	mkdir -p $(dir $(MINIO_BIN))
 	GOBIN=$(abspath $(dir $(MINIO_BIN))) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+
+## nats-server: build the pinned NATS server once into $(TOOLS) (make bench compares brokers with it)
+nats-server: $(NATS_BIN)
+$(NATS_BIN):
+	mkdir -p $(dir $(NATS_BIN))
+	GOBIN=$(abspath $(dir $(NATS_BIN))) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_VERSION)
 
 ## helm: build the helm CLI at a pinned version into $(TOOLS) (the chart tests render and lint with it)
 helm: $(HELM_BIN)

@@ -130,8 +130,29 @@ func run() error {
 	out := flag.String("out", "docs", "`directory` for benchmarks.md; results go to DIR/bench/")
 	dur := flag.Duration("duration", 10*time.Second, "sending time of each run")
 	settle := flag.Duration("settle", 20*time.Second, "pause between scenarios, after dropping the last one's data, for the disk to settle")
-	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
+	only := flag.String("only", "", "comma-separated scenario names to run, \"compare\" for the broker comparison (default: all)")
+	var cc compareConfig
+	flag.StringVar(&cc.NatsServer, "nats-server", "", "the nats-server `binary` for the broker comparison (empty: compare floe dev and kfake only)")
+	flag.Int64Var(&cc.Records, "compare-records", 1_000_000, "records of each closed-loop comparison run, and the most a fixed-rate one sends")
+	flag.DurationVar(&cc.MaxDuration, "compare-max-duration", time.Minute, "a closed-loop comparison run stops sending after this long")
+	flag.DurationVar(&cc.RateDuration, "compare-rate-duration", 20*time.Second, "a fixed-rate comparison run sends min(--compare-records, rate × this)")
+	rates := flag.String("compare-rates", "0,1000,10000,50000", "comparison loads in records/s, 0 for closed loop")
+	modes := flag.String("compare-modes", "produce,e2e", "comparison modes")
+	flag.DurationVar(&cc.Settle, "compare-settle", 2*time.Second, "pause before each comparison run, after a sync, for the disk to settle")
 	flag.Parse()
+	for _, f := range strings.Split(*rates, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || r < 0 {
+			return fmt.Errorf("--compare-rates: %q", f)
+		}
+		cc.Rates = append(cc.Rates, r)
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		if m != bench.ModeProduce && m != bench.ModeE2E {
+			return fmt.Errorf("--compare-modes: %q: want produce or e2e", m)
+		}
+		cc.Modes = append(cc.Modes, m)
+	}
 	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	bin, err := filepath.Abs(*floeBin)
 	if err != nil {
@@ -179,12 +200,25 @@ func run() error {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 	}
+	var compare []*compareRun
+	if *only == "" || strings.Contains(","+*only+",", ",compare,") {
+		fmt.Fprintf(os.Stderr, "\n== broker comparison\n")
+		if len(scenarios) > 0 {
+			quietDisk(tmp, *settle)
+		}
+		if compare, err = runCompare(ctx, bin, tmp, cc); err != nil {
+			return err
+		}
+		if err := writeCompare(resDir, compare); err != nil {
+			return err
+		}
+	}
 	rep := struct {
 		Generated time.Time      `json:"generated"`
 		Machine   bench.Machine  `json:"machine"`
 		Scenarios []*scenario    `json:"scenarios"`
 		Targets   []targetResult `json:"targets"`
-	}{time.Now().UTC(), bench.ThisMachine(), scenarios, evaluate(scenarios)}
+	}{time.Now().UTC(), bench.ThisMachine(), scenarios, append(evaluate(scenarios), evaluateCompare(compare)...)}
 	f, err := os.Create(filepath.Join(resDir, "results.json"))
 	if err != nil {
 		return err
@@ -199,7 +233,7 @@ func run() error {
 		return err
 	}
 	goBench, _ := os.ReadFile(filepath.Join(resDir, "go-bench.txt"))
-	md := renderMarkdown(rep.Generated, rep.Machine, scenarios, rep.Targets, string(goBench), *dur)
+	md := renderMarkdown(rep.Generated, rep.Machine, scenarios, rep.Targets, string(goBench), *dur, compare, cc)
 	if err := os.WriteFile(filepath.Join(*out, "benchmarks.md"), []byte(md), 0o644); err != nil {
 		return err
 	}

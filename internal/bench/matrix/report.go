@@ -168,7 +168,7 @@ func lat(l *bench.Latency) (p50, p99, p999, max string) {
 	return f(l.P50), f(l.P99), f(l.P999), f(l.Max)
 }
 
-func renderMarkdown(gen time.Time, m bench.Machine, ss []*scenario, targets []targetResult, goBench string, d time.Duration) string {
+func renderMarkdown(gen time.Time, m bench.Machine, ss []*scenario, targets []targetResult, goBench string, d time.Duration, compare []*compareRun, cc compareConfig) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Benchmarks\n\n")
@@ -216,11 +216,12 @@ func renderMarkdown(gen time.Time, m bench.Machine, ss []*scenario, targets []ta
 	w("  produce path's own allocations from above.\n")
 	w("- Where the consumer could not read every record within the drain time (30 s after sending\n")
 	w("  stops) the run counts one error and the end-to-end tail is that of the records it did read.\n\n")
-	w("## Targets (issue 7)\n\n| target | measured | status |\n|---|---|---|\n")
+	w("## Targets (issues 7 and 19)\n\n| target | measured | status |\n|---|---|---|\n")
 	for _, t := range targets {
 		w("| %s | %s | **%s** |\n", t.Target, t.Measured, t.Status)
 	}
 	w("\n")
+	renderCompare(w, compare, cc)
 	for _, s := range ss {
 		w("## %s\n\n", s.Title)
 		w("```\n%s\n%s\n", s.AgentCommand, s.BenchCommand)

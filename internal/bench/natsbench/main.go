@@ -231,6 +231,13 @@ func producer(ctx context.Context, cfg bench.Config, sched bench.Schedule, strea
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for i := k; limit <= 0 || i < limit; i += n {
+		// Unlike floe bench, a fixed-rate run also stops at the end of its
+		// duration: a server that falls far behind the rate (JetStream
+		// with sync_interval: always) would otherwise take many times
+		// the duration to be sent the rest, late.
+		if cfg.Duration > 0 && time.Now().After(end) {
+			break
+		}
 		var due time.Time
 		if sched.Open() {
 			due = sched.At(i)
@@ -246,9 +253,6 @@ func producer(ctx context.Context, cfg bench.Config, sched bench.Schedule, strea
 			}
 		} else {
 			due = time.Now()
-			if cfg.Duration > 0 && due.After(end) {
-				break
-			}
 		}
 		if ctx.Err() != nil {
 			return nil

@@ -48,7 +48,7 @@ func TestEvaluateTargets(t *testing.T) {
 		}
 	}
 	md := renderMarkdown(time.Unix(0, 0), bench.Machine{CPUs: 2}, ss, evaluate(ss), "BenchmarkX 1 ns/op", time.Second, nil, compareConfig{})
-	for _, s := range []string{"## Targets (issue 7)", "| floe dev | 0 | 90.00 |", "BenchmarkX", "bench/dev-overload.html",
+	for _, s := range []string{"## Targets (issues 7 and 19)", "| floe dev | 0 | 90.00 |", "BenchmarkX", "bench/dev-overload.html",
 		"2.00 s user+system for 0.500 GB produced = **4.0 CPU-s/GB**"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("markdown lacks %q", s)

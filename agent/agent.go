@@ -103,7 +103,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
-	m := newMetrics()
+	m := newMetrics(cfg.MemoryBudgets())
 	a := &Agent{
 		cfg:        cfg,
 		log:        log.With("component", "agent"),

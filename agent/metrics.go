@@ -41,9 +41,14 @@ type metrics struct {
 	limitHits         *prometheus.CounterVec
 	authSuccesses     *prometheus.CounterVec
 	authFailures      *prometheus.CounterVec
+	memoryBudget      *prometheus.GaugeVec
 }
 
-func newMetrics() *metrics {
+// newMetrics makes the agent's metrics; budgets are its memory budgets
+// (Config.MemoryBudgets), exported as constant gauges so that a benchmark
+// or an operator compares the process's resident size with what the
+// budgets allow without knowing its flags.
+func newMetrics(budgets []MemoryBudget) *metrics {
 	latency := prometheus.ExponentialBuckets(0.0005, 2, 16) // 0.5 ms .. 16 s
 	m := &metrics{
 		reg:               prometheus.NewRegistry(),
@@ -72,12 +77,16 @@ func newMetrics() *metrics {
 		limitHits:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_limit_hits_total", Help: "Requests or connections refused, cut or clamped by a configured limit, by limit."}, []string{"limit"}),
 		authSuccesses:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentications_total", Help: "Successful SASL authentications (re-authentications included), by mechanism."}, []string{"mechanism"}),
 		authFailures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentication_failures_total", Help: "Failed SASL authentications, by mechanism."}, []string{"mechanism"}),
+		memoryBudget:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_agent_memory_budget_bytes", Help: "The agent's configured memory budgets, by budget (see Config.MemoryBudgets)."}, []string{"budget"}),
+	}
+	for _, b := range budgets {
+		m.memoryBudget.WithLabelValues(b.Name).Set(float64(b.Bytes))
 	}
 	m.reg.MustRegister(m.connections, m.requestBytes, m.responseBytes, m.requestSeconds,
 		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.headReads, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
 		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents, m.limitHits,
-		m.authSuccesses, m.authFailures,
+		m.authSuccesses, m.authFailures, m.memoryBudget,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

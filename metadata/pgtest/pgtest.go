@@ -76,7 +76,10 @@ func Start(t testing.TB) *Server {
 
 // StartServer initializes a cluster in dir (an existing, empty directory
 // the caller removes after Stop) and starts it. It returns an error wrapping
-// ErrNoBinaries when the server binaries are missing.
+// ErrNoBinaries when the server binaries are missing. The cluster runs
+// without fsync (tests need no durability); $FLOE_PGTEST_OPTS adds server
+// options after floe's, overriding them, e.g. "-c fsync=on" to measure a
+// durable commit, or "-c shared_preload_libraries=pg_stat_statements".
 func StartServer(dir string) (*Server, error) {
 	bindir, err := BinDir()
 	if err != nil {
@@ -111,6 +114,7 @@ func StartServer(dir string) (*Server, error) {
 			"-c fsync=off",
 			"-c full_page_writes=off",
 			"-c max_connections=200",
+			os.Getenv("FLOE_PGTEST_OPTS"),
 		}, " ")
 		out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.dataDir(),
 			"-l", filepath.Join(dir, "server.log"), "-o", opts)

@@ -54,6 +54,10 @@ type Config struct {
 	// TopicDefaults are the broker defaults of retention and key
 	// compaction configs, the same the agents report (topicconfig).
 	TopicDefaults topicconfig.Defaults
+	// MergeBufferBytes bounds the source bytes one merge holds: a window of
+	// each source object, their sizes together this much, through which
+	// the merged object is streamed into its PUT (writeMerged).
+	MergeBufferBytes int64
 	// KeyCompactMaxBytes skips key compaction of partitions whose dirty
 	// data is larger (it is done in memory).
 	KeyCompactMaxBytes int64
@@ -91,6 +95,7 @@ func DefaultConfig() Config {
 		Grace:              time.Hour,
 		TopicDefaults:      topicconfig.KafkaDefaults(),
 		KeyCompactMaxBytes: 256 << 20,
+		MergeBufferBytes:   64 << 20,
 		DeleteBatch:        1000,
 	}
 }

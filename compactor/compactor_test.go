@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/storage"
+	"floe/storage/mem"
 )
 
 func TestEncodeBatch(t *testing.T) {
@@ -469,8 +471,17 @@ func TestCorruptRowsFailWithoutPanic(t *testing.T) {
 	if recs, err := rowRecords(row, good); err != nil || len(recs) != 3 || recs[2].offset != 12 {
 		t.Fatalf("rowRecords of a good row: %v, %v", recs, err)
 	}
-	if err := addRow(storage.NewObjectWriter(), row, good); err != nil {
-		t.Fatalf("addRow of a good row: %v", err)
+	// copyRow reads the row from a bucket holding b as its object.
+	addRow := func(row metadata.IndexEntry, b []byte) error {
+		bucket := mem.New()
+		if err := bucket.Put(t.Context(), row.ObjectKey, b); err != nil {
+			t.Fatal(err)
+		}
+		src := &source{bucket: bucket, key: row.ObjectKey, end: row.ByteOffset + row.ByteLength, window: 7}
+		return copyRow(t.Context(), storage.NewStreamWriter(io.Discard), src, row, &pacer{c: &Compactor{}})
+	}
+	if err := addRow(row, good); err != nil {
+		t.Fatalf("copyRow of a good row: %v", err)
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	for i := range 2000 {
@@ -486,15 +497,15 @@ func TestCorruptRowsFailWithoutPanic(t *testing.T) {
 			}
 		}
 		_, _ = rowRecords(row, b)
-		_ = addRow(storage.NewObjectWriter(), row, b)
+		_ = addRow(row, b)
 	}
 	short := row
 	short.EndOffset = 12
 	if _, err := rowRecords(short, good); err == nil {
 		t.Fatal("rowRecords accepted batches spanning more offsets than the row")
 	}
-	if err := addRow(storage.NewObjectWriter(), short, good); err == nil {
-		t.Fatal("addRow accepted batches spanning more offsets than the row")
+	if err := addRow(short, good); err == nil {
+		t.Fatal("copyRow accepted batches spanning more offsets than the row")
 	}
 }
 

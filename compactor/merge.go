@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -40,18 +41,19 @@ func (c *Compactor) merges(ctx context.Context, l *metadata.JobLease) error {
 }
 
 // merge rewrites the rows of job's objects into one object of the next
-// level: it reads each source object's rows with one ranged GET, lays them out
-// grouped by partition in offset order, PUTs the object, then swaps the
-// index rows in one metadata transaction. The batches are copied byte for
-// byte, so a fetch returns the same bytes before and after.
+// level: it streams each source object's rows, grouped by partition in
+// offset order, into the PUT of the new object (writeMerged), then swaps
+// the index rows in one metadata transaction. The batches are copied byte
+// for byte, so a fetch returns the same bytes before and after.
 //
 // If the swap fails because a source row changed (retention, a topic
 // deletion), the new object is deleted and the job is abandoned; the next
 // round plans again. If the process dies between PUT and swap, the object
 // is an orphan that GC deletes after the grace period.
 //
-// Each step (reading one source, laying out, PUT and swap) is paced (see
-// pacer) so that a merge yields to a busy agent in the same process.
+// Each step (reading one window of a source, the PUT's end and the swap)
+// is paced (see pacer) so that a merge yields to a busy agent in the same
+// process.
 func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 	p := c.newPacer()
 	// The swap is the last step; pause after it too, before the next job.
@@ -65,27 +67,14 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 		return nil // unreferenced already; GC marks and deletes them
 	}
 	slices.SortFunc(rows, compareRows)
-	bodies, err := c.readSources(ctx, rows, p)
+	key := storage.NewObjectKey()
+	size, runs, err := c.writeMerged(ctx, key, rows, p)
 	if err != nil {
 		return err
 	}
-	w := storage.NewObjectWriter()
-	for _, r := range rows {
-		b := bodies[r.ObjectKey]
-		if err := addRow(w, r, b.data[r.ByteOffset-b.from:r.ByteOffset-b.from+r.ByteLength]); err != nil {
-			return err
-		}
-	}
-	// PUT as parts: the sources' bytes are not copied into one buffer.
-	size := w.Size()
-	parts, runs := w.FinishParts(nil)
 	newRows := mergedRows(rows, runs)
 	if err := p.step(ctx); err != nil {
 		return err
-	}
-	key := storage.NewObjectKey()
-	if err := c.bucket.Put(ctx, key, parts...); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
 	}
 	// An unknown object older than the grace period is deleted as an orphan
 	// (by any compactor's GC); a swap this late could publish rows into an
@@ -118,43 +107,115 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 	return nil
 }
 
-// sourceBody is the bytes [from, from+len(data)) of one source object.
-type sourceBody struct {
+// writeMerged PUTs the object of rows (sorted by compareRows) under key
+// and returns its size and runs. The object is streamed: its size is known
+// from the rows before a byte is read, and a goroutine writes its batches,
+// read through one window per source object (sources), into the PUT as
+// the bucket takes them. So a merge holds its windows, about
+// MergeBufferBytes, and the bucket's upload buffer (an S3 part), however
+// large its objects; a merge that held its sources whole took up to
+// MaxBytes (256 MiB) of memory. Bytes that contradict their row fail the
+// PUT, which stores nothing, with an *unreadableError.
+func (c *Compactor) writeMerged(ctx context.Context, key string, rows []metadata.IndexEntry, p *pacer) (int64, []storage.Run, error) {
+	var body int64
+	nruns := 0
+	for i, r := range rows {
+		body += r.ByteLength
+		if r.ByteLength > 0 && (i == 0 || rows[i-1].TopicID != r.TopicID || rows[i-1].Partition != r.Partition) {
+			nruns++
+		}
+	}
+	size := storage.ObjectSize(body, nruns)
+	srcs := c.sources(rows)
+
+	pr, pw := io.Pipe()
+	var runs []storage.Run
+	written := make(chan error, 1)
+	go func() {
+		err := func() error {
+			w := storage.NewStreamWriter(pw)
+			for _, r := range rows {
+				if err := copyRow(ctx, w, srcs[r.ObjectKey], r, p); err != nil {
+					return err
+				}
+			}
+			var err error
+			runs, err = w.Finish()
+			return err
+		}()
+		pw.CloseWithError(err) // nil: the PUT reads EOF
+		written <- err
+	}()
+	putErr := storage.PutStream(ctx, c.bucket, key, size, pr)
+	// A PUT that stopped reading early leaves the writer blocked on the
+	// pipe: closing it ends the writer.
+	pr.CloseWithError(errPutDone)
+	if err := <-written; err != nil && !errors.Is(err, errPutDone) {
+		return 0, nil, err // the PUT failed on it, storing nothing
+	}
+	if putErr != nil {
+		return 0, nil, fmt.Errorf("put %s: %w", key, putErr)
+	}
+	return size, runs, nil
+}
+
+// errPutDone ends a merge's writer when its PUT stopped reading.
+var errPutDone = errors.New("put done")
+
+// source reads the rows of one object of a merge, in byte order, through
+// a window of the object's bytes: the rows sorted by compareRows visit
+// each object's runs in the order they lie in it (objects are laid out by
+// topic id and partition), so every byte is GET once, a window at a time.
+type source struct {
+	bucket storage.Bucket
+	key    string
+	end    int64 // the end of the last row read from it
+	window int64
+	// data is the bytes [from, from+len(data)) of the object.
 	from int64
 	data []byte
 }
 
-// readSources GETs, for each source object, the one byte range spanning all
-// its rows: one request per object rather than one per (object,
-// partition), since a merge usually takes every row of its objects.
-func (c *Compactor) readSources(ctx context.Context, rows []metadata.IndexEntry, p *pacer) (map[string]sourceBody, error) {
-	type span struct{ lo, hi int64 }
-	spans := map[string]span{}
-	var order []string
+// sources returns one source per object of rows, each with a window of
+// MergeBufferBytes shared out over them (at least 64 KiB).
+func (c *Compactor) sources(rows []metadata.IndexEntry) map[string]*source {
+	srcs := map[string]*source{}
 	for _, r := range rows {
-		sp, ok := spans[r.ObjectKey]
+		s, ok := srcs[r.ObjectKey]
 		if !ok {
-			order = append(order, r.ObjectKey)
-			sp = span{r.ByteOffset, r.ByteOffset + r.ByteLength}
+			s = &source{bucket: c.bucket, key: r.ObjectKey}
+			srcs[r.ObjectKey] = s
 		}
-		spans[r.ObjectKey] = span{min(sp.lo, r.ByteOffset), max(sp.hi, r.ByteOffset+r.ByteLength)}
+		s.end = max(s.end, r.ByteOffset+r.ByteLength)
 	}
-	bodies := make(map[string]sourceBody, len(spans))
-	for _, key := range order {
-		if err := p.step(ctx); err != nil {
-			return nil, err
-		}
-		sp := spans[key]
-		data, err := c.bucket.GetRange(ctx, key, sp.lo, sp.hi-sp.lo)
-		if err != nil {
-			return nil, fmt.Errorf("read %s [%d,%d): %w", key, sp.lo, sp.hi, err)
-		}
-		if int64(len(data)) != sp.hi-sp.lo {
-			return nil, fmt.Errorf("read %s [%d,%d): got %d bytes", key, sp.lo, sp.hi, len(data))
-		}
-		bodies[key] = sourceBody{from: sp.lo, data: data}
+	window := max(c.cfg.MergeBufferBytes/int64(len(srcs)), 64<<10)
+	for _, s := range srcs {
+		s.window = window
 	}
-	return bodies, nil
+	return srcs
+}
+
+// read returns the n bytes at pos, valid until the next read: from the
+// window, or from a new one GET from pos (a step of the pacer). A batch
+// larger than the window is read whole.
+func (s *source) read(ctx context.Context, pos, n int64, p *pacer) ([]byte, error) {
+	if pos >= s.from && pos+n <= s.from+int64(len(s.data)) {
+		return s.data[pos-s.from : pos-s.from+n], nil
+	}
+	s.data = nil // not held across the GET
+	if err := p.step(ctx); err != nil {
+		return nil, err
+	}
+	length := max(min(s.window, s.end-pos), n)
+	data, err := s.bucket.GetRange(ctx, s.key, pos, length)
+	if err != nil {
+		return nil, fmt.Errorf("read %s [%d,%d): %w", s.key, pos, pos+length, err)
+	}
+	if int64(len(data)) != length {
+		return nil, fmt.Errorf("read %s [%d,%d): got %d bytes", s.key, pos, pos+length, len(data))
+	}
+	s.from, s.data = pos, data
+	return data[:n], nil
 }
 
 func (c *Compactor) deleteQuietly(ctx context.Context, key string) {
@@ -176,21 +237,48 @@ func compareRows(a, b metadata.IndexEntry) int {
 	return cmp.Compare(a.BaseOffset, b.BaseOffset)
 }
 
-// addRow adds the batches of one source row to w, checking that they span
-// exactly the row's offsets: a mismatch means the row and its bytes
-// disagree, and merging them would corrupt what fetches return. Such bytes
-// return an *unreadableError. Merges copy batches whole and never decode
-// their records.
-func addRow(w *storage.ObjectWriter, r metadata.IndexEntry, data []byte) error {
-	end, err := kafkaproto.WalkBatches(data, r.BaseOffset, func(h kafkaproto.BatchHeader, batch []byte, _ int64) error {
-		w.Add(storage.TopicID(r.TopicID), r.Partition, batch, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
-		return nil
-	})
-	if err != nil {
-		return unreadable(r, err)
+// copyRow writes the batches of one source row to w, batch by batch,
+// checking that they span exactly the row's offsets: a mismatch means the
+// row and its bytes disagree, and merging them would corrupt what fetches
+// return. Such bytes return an *unreadableError. Merges copy batches whole
+// and never decode their records.
+func copyRow(ctx context.Context, w *storage.StreamWriter, src *source, r metadata.IndexEntry, p *pacer) error {
+	pos, end, base := r.ByteOffset, r.ByteOffset+r.ByteLength, r.BaseOffset
+	for pos < end {
+		if end-pos < kafkaproto.BatchHeaderSize {
+			return unreadable(r, fmt.Errorf("%d bytes at offset %d, less than a batch header", end-pos, base))
+		}
+		hdr, err := src.read(ctx, pos, kafkaproto.BatchHeaderSize, p)
+		if err != nil {
+			return err
+		}
+		h, err := kafkaproto.ParseBatchHeader(hdr)
+		if err != nil {
+			return unreadable(r, err)
+		}
+		size := int64(h.TotalSize())
+		if h.Magic != 2 || size < kafkaproto.BatchHeaderSize || size > end-pos {
+			return unreadable(r, fmt.Errorf("batch at offset %d: magic %d, %d bytes of %d left", base, h.Magic, size, end-pos))
+		}
+		batch, err := src.read(ctx, pos, size, p)
+		if err != nil {
+			return err
+		}
+		var werr error
+		next, err := kafkaproto.WalkBatches(batch, base, func(h kafkaproto.BatchHeader, b []byte, _ int64) error {
+			werr = w.Add(storage.TopicID(r.TopicID), r.Partition, b, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
+			return werr
+		})
+		if werr != nil {
+			return werr
+		}
+		if err != nil {
+			return unreadable(r, err)
+		}
+		base, pos = next, pos+size
 	}
-	if end != r.EndOffset {
-		return unreadable(r, fmt.Errorf("batches span %d offsets", end-r.BaseOffset))
+	if base != r.EndOffset {
+		return unreadable(r, fmt.Errorf("batches span %d offsets", base-r.BaseOffset))
 	}
 	return nil
 }

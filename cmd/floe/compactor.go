@@ -50,6 +50,7 @@ func (f *compactorFlags) register(fs *flag.FlagSet, prefix string) {
 		registerTopicDefaults(fs, &c.TopicDefaults)
 	}
 	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes` that key compaction rewrites (in memory)")
+	fs.Int64Var(&c.MergeBufferBytes, prefix+"merge-buffer-bytes", c.MergeBufferBytes, "source `bytes` one merge holds at once: merged objects are streamed into their PUT through a window of each source")
 	fs.Float64Var(&c.PaceRatio, prefix+"pace", c.PaceRatio, "in floe dev, merges pause this many times each step's duration while the agent is producing (0: never)")
 }
 
@@ -90,7 +91,7 @@ func runCompactor(args []string) error {
 	if err != nil {
 		return err
 	}
-	setMemoryLimit(log, nil)
+	setMemoryLimit(log, cf.memoryBudgets(""))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, bucket, closeStores, err := openStores(ctx, *metaURL, *bucketURL, *httpAddr, log)
@@ -170,6 +171,10 @@ func devCompactorFlags() *compactorFlags {
 	f.cfg.Interval = 5 * time.Second
 	f.cfg.Grace = time.Minute
 	f.cfg.Plan.MaxWait = time.Minute
+	// A laptop's memory: 16 MiB of merge windows, key compaction of
+	// partitions up to 32 MiB (memlimit.go).
+	f.cfg.MergeBufferBytes = 16 << 20
+	f.cfg.KeyCompactMaxBytes = 32 << 20
 	// Beside a busy agent, merges take at most a quarter of a core.
 	f.cfg.PaceRatio = 3
 	return f

@@ -118,5 +118,19 @@ func addPprof(c *agent.Config) {
 // memoryBudgets are the budgets of everything this process runs: the
 // agent's, and in floe dev its compactor's.
 func (f *agentFlags) memoryBudgets() []agent.MemoryBudget {
-	return f.cfg.MemoryBudgets()
+	bs := f.cfg.MemoryBudgets()
+	if f.compactor != nil {
+		bs = append(bs, f.compactor.memoryBudgets("compactor-")...)
+	}
+	return bs
+}
+
+// memoryBudgets are a compactor's: the windows of one merge (merges run
+// one at a time) and the dirty data of the partition key compaction
+// rewrites in memory. Flags are named with floe dev's prefix, or none.
+func (f *compactorFlags) memoryBudgets(prefix string) []agent.MemoryBudget {
+	return []agent.MemoryBudget{
+		{Name: "merges", Flag: prefix + "merge-buffer-bytes", Bytes: f.cfg.MergeBufferBytes},
+		{Name: "key compaction", Flag: prefix + "key-compact-max-bytes", Bytes: f.cfg.KeyCompactMaxBytes},
+	}
 }

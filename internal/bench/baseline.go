@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -54,6 +55,19 @@ type RawPutResult struct {
 	PutsPerS    float64 `json:"puts_per_s"`
 	MBPerS      float64 `json:"mb_per_s"`
 	Latency     Latency `json:"put_latency"`
+	// CPUSeconds is this process's user+system time over the PUTs
+	// (getrusage): the client's cost of storing the bytes, the floor
+	// under an agent's CPU per GB, since an agent must at least PUT them.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+}
+
+// processCPUSeconds is this process's user+system CPU time so far.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // RawPut measures what the bucket takes when nothing but PUTs are sent to
@@ -76,6 +90,7 @@ func RawPut(ctx context.Context, cfg RawPutConfig) (*Result, error) {
 	var puts, errs atomic.Int64
 	var errMu sync.Mutex
 	var firstErr string
+	cpuStart := processCPUSeconds()
 	start := time.Now()
 	end := start.Add(cfg.Duration)
 	r := &run{cfg: Config{Duration: cfg.Duration, Progress: cfg.Progress}, produceLat: lat}
@@ -106,6 +121,7 @@ func RawPut(ctx context.Context, cfg RawPutConfig) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPUSeconds() - cpuStart
 	stop()
 	if cfg.Progress != nil {
 		fmt.Fprintln(cfg.Progress)
@@ -125,7 +141,7 @@ func RawPut(ctx context.Context, cfg RawPutConfig) (*Result, error) {
 	n := puts.Load()
 	tp := NewThroughput(n, n*int64(cfg.ObjectSize), elapsed)
 	raw := &RawPutResult{ObjectSize: cfg.ObjectSize, Concurrency: cfg.Concurrency, Puts: n,
-		PutsPerS: tp.RecordsPerS, MBPerS: tp.MBPerS, Latency: lat.Summary()}
+		PutsPerS: tp.RecordsPerS, MBPerS: tp.MBPerS, Latency: lat.Summary(), CPUSeconds: cpu}
 	return &Result{Label: cfg.Label, Kind: "raw-put", Mode: "put", StartedAt: start,
 		Config:   Config{Duration: cfg.Duration, RecordSize: cfg.ObjectSize, Producers: cfg.Concurrency, Label: cfg.Label},
 		Produced: tp, ProduceLatency: &raw.Latency, Errors: errs.Load(), FirstError: firstErr, RawPut: raw}, nil

@@ -91,7 +91,7 @@ func TestRawPutLeavesBucketEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Errors != 0 || res.RawPut.Puts == 0 || res.Produced.Bytes != res.RawPut.Puts*1000 || res.RawPut.Latency.Count != res.RawPut.Puts {
+	if res.Errors != 0 || res.RawPut.Puts == 0 || res.Produced.Bytes != res.RawPut.Puts*1000 || res.RawPut.Latency.Count != res.RawPut.Puts || res.RawPut.CPUSeconds <= 0 {
 		t.Fatalf("raw put result %+v %+v", res, res.RawPut)
 	}
 	n := 0

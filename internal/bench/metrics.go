@@ -68,6 +68,17 @@ func ParseSample(r io.Reader) (Sample, error) {
 	return s, nil
 }
 
+// Sum adds up every series of the metric name, whatever its labels.
+func (s Sample) Sum(name string) float64 {
+	var n float64
+	for k, v := range s {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			n += v
+		}
+	}
+	return n
+}
+
 // Sub returns s - before, series by series (a series missing before
 // counts from 0).
 func (s Sample) Sub(before Sample) Sample {

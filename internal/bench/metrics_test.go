@@ -134,3 +134,20 @@ func TestReportOutputs(t *testing.T) {
 		t.Errorf("text table:\n%s", txt.String())
 	}
 }
+
+func TestSampleSum(t *testing.T) {
+	s, err := ParseSample(strings.NewReader(`floe_agent_memory_budget_bytes{budget="request"} 100
+floe_agent_memory_budget_bytes{budget="read cache"} 20
+floe_agent_memory_budget_bytes_other 7
+floe_agent_memory_budget 5
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Sum("floe_agent_memory_budget_bytes"); got != 120 {
+		t.Errorf("sum %v, want 120", got)
+	}
+	if got := s.Sum("absent"); got != 0 {
+		t.Errorf("sum of an absent metric %v", got)
+	}
+}

@@ -64,6 +64,11 @@ type scenario struct {
 	// BaselineCommand runs the baselines after the agent has stopped.
 	BaselineCommand string  `json:"baseline_command,omitempty"`
 	IdleRSS         float64 `json:"idle_rss_bytes"`
+	// BudgetBytes is the sum of the agent's memory budgets (its
+	// floe_agent_memory_budget_bytes gauges) and PeakRSSBytes its
+	// process's peak resident size over the floe run (VmHWM).
+	BudgetBytes  float64 `json:"memory_budget_bytes,omitempty"`
+	PeakRSSBytes float64 `json:"peak_rss_bytes,omitempty"`
 	// LoadBefore and LoadAfter are /proc/loadavg around the run: other
 	// work on the machine shows up there, and in the figures.
 	LoadBefore string `json:"loadavg_before"`
@@ -360,6 +365,7 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	}
 	if m, err := bench.Scrape(ctx, "http://"+httpAddr+"/metrics"); err == nil {
 		s.IdleRSS = m["process_resident_memory_bytes"]
+		s.BudgetBytes = m.Sum("floe_agent_memory_budget_bytes")
 	}
 
 	// The agent's run first, alone; then the agent is stopped (its
@@ -385,6 +391,9 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	}
 	if cpuAfter, err := procCPUSeconds(agent.Process.Pid); err == nil && cpuErr == nil {
 		s.AgentCPUSeconds = cpuAfter - cpuBefore
+	}
+	if rss, err := procPeakRSS(agent.Process.Pid); err == nil {
+		s.PeakRSSBytes = rss
 	}
 	if busyAfter, totalAfter, err := machineCPUSeconds(); err == nil && machineErr == nil {
 		s.MachineCPUSeconds, s.MachineCPUAvailable = busyAfter-busyBefore, totalAfter-totalBefore

@@ -140,6 +140,34 @@ func evaluate(ss []*scenario) []targetResult {
 			a, f.Storage.AllocBytes/float64(f.Produced.Records)), status(a < 1)})
 	}
 
+	// Issue 19: an agent on PostgreSQL + MinIO within 2× of the CPU the
+	// raw PUT baseline's client spends storing the same bytes.
+	for _, name := range []string{"pg-minio-produce", "pg-minio-max"} {
+		t := "agent CPU per GB ≤ 2× the raw-PUT baseline's CPU per GB (" + name + ")"
+		s := find(ss, name)
+		if s == nil {
+			missing(t)
+			continue
+		}
+		a, r := agentCPUPerGB(s), rawCPUPerGB(s)
+		if a <= 0 || r <= 0 {
+			missing(t)
+			continue
+		}
+		out = append(out, targetResult{t, fmt.Sprintf("%.2f vs %.2f CPU-s/GB: %.2f×", a, r, a/r), status(a/r <= 2)})
+	}
+	// Issue 19: every scenario's peak RSS within its memory budgets.
+	for _, s := range ss {
+		t := "peak RSS ≤ sum of memory budgets + 64 MiB (" + s.Name + ")"
+		if s.BudgetBytes <= 0 || s.PeakRSSBytes <= 0 {
+			missing(t)
+			continue
+		}
+		limit := s.BudgetBytes + 64<<20
+		out = append(out, targetResult{t, fmt.Sprintf("%.0f MiB vs %.0f + 64 = %.0f MiB", s.PeakRSSBytes/(1<<20), s.BudgetBytes/(1<<20), limit/(1<<20)),
+			status(s.PeakRSSBytes <= limit)})
+	}
+
 	t = "under overload producers get backpressure and memory stays within the buffer budget plus a fixed overhead"
 	if s := find(ss, "dev-overload"); s != nil {
 		if f, _, _ := byKind(s); f != nil && f.Storage != nil {
@@ -158,6 +186,24 @@ func evaluate(ss []*scenario) []targetResult {
 		missing(t)
 	}
 	return out
+}
+
+// agentCPUPerGB is the agent's CPU-seconds per GB its floe run produced.
+func agentCPUPerGB(s *scenario) float64 {
+	f, _, _ := byKind(s)
+	if f == nil || f.Produced.Bytes <= 0 || s.AgentCPUSeconds <= 0 {
+		return 0
+	}
+	return s.AgentCPUSeconds / (float64(f.Produced.Bytes) / 1e9)
+}
+
+// rawCPUPerGB is the raw PUT baseline's CPU-seconds per GB it stored.
+func rawCPUPerGB(s *scenario) float64 {
+	_, _, raw := byKind(s)
+	if raw == nil || raw.RawPut == nil || raw.Produced.Bytes <= 0 || raw.RawPut.CPUSeconds <= 0 {
+		return 0
+	}
+	return raw.RawPut.CPUSeconds / (float64(raw.Produced.Bytes) / 1e9)
 }
 
 func lat(l *bench.Latency) (p50, p99, p999, max string) {
@@ -260,6 +306,13 @@ func renderMarkdown(gen time.Time, m bench.Machine, ss []*scenario, targets []ta
 					s.MachineCPUSeconds, s.MachineCPUAvailable, 100*s.MachineCPUSeconds/s.MachineCPUAvailable,
 					s.AgentCPUSeconds, s.BenchCPUSeconds, rest)
 			}
+		}
+		if r := rawCPUPerGB(s); r > 0 {
+			_, _, raw := byKind(s)
+			w("Raw PUT baseline's own process CPU: %.2f s for %.3f GB stored = **%.1f CPU-s/GB**.\n", raw.RawPut.CPUSeconds, float64(raw.Produced.Bytes)/1e9, r)
+		}
+		if s.PeakRSSBytes > 0 {
+			w("Agent peak RSS (VmHWM) over its life to the end of the floe run: **%.0f MiB**; its memory budgets sum to %.0f MiB.\n", s.PeakRSSBytes/(1<<20), s.BudgetBytes/(1<<20))
 		}
 		w("\nChart: [bench/%s.html](bench/%s.html) · data: [bench/%s.json](bench/%s.json)\n\n", s.Name, s.Name, s.Name, s.Name)
 		if s.ProfileTop != "" {

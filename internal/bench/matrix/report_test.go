@@ -16,16 +16,17 @@ func TestEvaluateTargets(t *testing.T) {
 			ProduceLatency: l(prodP99), E2ELatency: l(e2eP99), Storage: &bench.Storage{Mallocs: 500, AllocBytes: 1e6}}
 	}
 	raw := func(mbps, p99 float64) *bench.Result {
-		return &bench.Result{Label: "raw PUT", Kind: "raw-put", Produced: bench.Throughput{MBPerS: mbps},
-			RawPut: &bench.RawPutResult{ObjectSize: 100, Concurrency: 4, Latency: *l(p99)}}
+		return &bench.Result{Label: "raw PUT", Kind: "raw-put", Produced: bench.Throughput{MBPerS: mbps, Bytes: 1e9},
+			RawPut: &bench.RawPutResult{ObjectSize: 100, Concurrency: 4, Latency: *l(p99), CPUSeconds: 1}}
 	}
 	ss := []*scenario{
-		{Name: "pg-minio-produce", Results: []*bench.Result{floe(90, 0, 0), raw(100, 50)}},
-		{Name: "pg-minio-max", Results: []*bench.Result{floe(70, 0, 0), raw(100, 50)}},
-		{Name: "dev-max", AgentCPUSeconds: 2, Results: []*bench.Result{floe(30, 0, 0), {Label: "kfake", Kind: "kafka", Produced: bench.Throughput{MBPerS: 20}}}},
+		// 0.9 CPU-s for 0.5 GB is 1.8 CPU-s/GB against the raw PUT's 1.
+		{Name: "pg-minio-produce", AgentCPUSeconds: 0.9, Results: []*bench.Result{floe(90, 0, 0), raw(100, 50)}},
+		{Name: "pg-minio-max", AgentCPUSeconds: 1.1, Results: []*bench.Result{floe(70, 0, 0), raw(100, 50)}},
+		{Name: "dev-max", AgentCPUSeconds: 2, BudgetBytes: 100 << 20, PeakRSSBytes: 164 << 20, Results: []*bench.Result{floe(30, 0, 0), {Label: "kfake", Kind: "kafka", Produced: bench.Throughput{MBPerS: 20}}}},
 		// 250 + 50 + 20 = 320 ms allowed; e2e within 20 ms of produce.
 		{Name: "pg-minio-rate", FlushInterval: 250 * time.Millisecond, Results: []*bench.Result{floe(10, 319, 330), raw(100, 50)}},
-		{Name: "dev-overload", BufferBytes: 16 << 20, IdleRSS: 30 << 20,
+		{Name: "dev-overload", BufferBytes: 16 << 20, IdleRSS: 30 << 20, BudgetBytes: 100 << 20, PeakRSSBytes: 165 << 20,
 			Results: []*bench.Result{{Label: "floe dev", Kind: "kafka", Storage: &bench.Storage{BackpressureWaits: 3, PeakBufferedBytes: 16 << 20, PeakRSSBytes: 200 << 20}}}},
 	}
 	got := map[string]string{}
@@ -41,6 +42,11 @@ func TestEvaluateTargets(t *testing.T) {
 		"produce p99 ≤ flush interval + PUT p99 + 20 ms (dev-rate)":                                                 "not measured",
 		"no per-record allocation (dev-max, whole agent process, produce + fetch)":                                  "met",
 		"under overload producers get backpressure and memory stays within the buffer budget plus a fixed overhead": "not met",
+		"agent CPU per GB ≤ 2× the raw-PUT baseline's CPU per GB (pg-minio-produce)":                                "met",
+		"agent CPU per GB ≤ 2× the raw-PUT baseline's CPU per GB (pg-minio-max)":                                    "not met",
+		"peak RSS ≤ sum of memory budgets + 64 MiB (dev-max)":                                                       "met",
+		"peak RSS ≤ sum of memory budgets + 64 MiB (dev-overload)":                                                  "not met",
+		"peak RSS ≤ sum of memory budgets + 64 MiB (pg-minio-rate)":                                                 "not measured",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -53,6 +59,48 @@ func TestEvaluateTargets(t *testing.T) {
 		if !strings.Contains(md, s) {
 			t.Errorf("markdown lacks %q", s)
 		}
+	}
+}
+
+func TestEvaluateCompare(t *testing.T) {
+	run := func(broker, mode string, rate, cpu float64) *compareRun {
+		return &compareRun{Broker: broker, Mode: mode, Rate: rate, BrokerCPUSeconds: cpu,
+			Result: &bench.Result{Produced: bench.Throughput{Bytes: 2e9}}}
+	}
+	runs := []*compareRun{
+		run("floe dev", "produce", 0, 2), run("kfake", "produce", 0, 4), // 1 vs 2 CPU-s/GB: 0.5×
+		run("floe dev", "produce", 10000, 9), run("kfake", "produce", 10000, 4), // 2.25×
+		run("floe dev", "e2e", 0, 3), run("kfake", "e2e", 0, 4), // 0.75×
+		run("floe dev", "e2e", 1000, 1),
+	}
+	got := map[string]string{}
+	for _, tr := range evaluateCompare(runs) {
+		got[tr.Target] = tr.Status + ": " + tr.Measured
+	}
+	want := map[string]string{
+		"floe dev's CPU per GB ≤ 0.5× kfake's, each its own process (closed loop, produce)": "met: 1.00 vs 2.00 CPU-s/GB: 0.50×",
+		"floe dev's CPU per GB ≤ 2× kfake's at 10000 records/s (produce)":                   "not met: 4.50 vs 2.00 CPU-s/GB: 2.25×",
+		"floe dev's CPU per GB ≤ 0.5× kfake's, each its own process (closed loop, e2e)":     "not met: 1.50 vs 2.00 CPU-s/GB: 0.75×",
+		"floe dev's CPU per GB ≤ 2× kfake's at 1000 records/s (e2e)":                        "not measured: –",
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d targets, want %d: %v", len(got), len(want), got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestProcPeakRSS(t *testing.T) {
+	rss, err := procPeakRSS(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// A Go test binary maps more than a megabyte and less than its machine.
+	if rss < 1<<20 || rss > 1<<40 {
+		t.Fatalf("peak RSS %v bytes", rss)
 	}
 }
 

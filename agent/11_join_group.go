@@ -73,8 +73,9 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 	var ent *groupEntry
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
 		ent = e
-		if e.cg != nil && !e.cg.IsEmpty() {
-			// A KIP-848 group with members takes no classic members.
+		if (e.cg != nil && !e.cg.IsEmpty()) || e.sg != nil {
+			// A KIP-848 group with members, or a share group, takes no
+			// classic members.
 			ch <- group.JoinResult{Err: kerr.InconsistentGroupProtocol.Code, MemberID: jr.MemberID, Generation: -1}
 			return
 		}

@@ -44,6 +44,13 @@ func (a *Agent) handleDescribeGroups(ctx context.Context, r *request) (kmsg.Resp
 				rg.State = "Dead"
 				return
 			}
+			if e.sg != nil {
+				// As Kafka: a share group is described by ShareGroupDescribe only.
+				rg.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "group " + id + " is not a classic group"
+				rg.ErrorMessage = &msg
+				return
+			}
 			if e.cg != nil {
 				describe848Classic(e.cg, &rg)
 				return

@@ -6,7 +6,8 @@ package agent
 // kcat -L, the Java admin) ask every broker and merge. Here that is every
 // group in the store whose rendezvous owner is this agent, with the live
 // state for groups loaded here and the stored state otherwise. v4+ filter
-// by state (case-insensitive), v5+ by type ("classic" or "consumer").
+// by state (case-insensitive), v5+ by type ("classic", "consumer" or
+// "share").
 
 import (
 	"context"
@@ -71,8 +72,11 @@ func (a *Agent) handleListGroups(ctx context.Context, r *request) (kmsg.Response
 
 // groupType is KIP-848's group type of a stored protocol type.
 func (c *coordinator) groupType(protocolType string) string {
-	if protocolType == consumerProtocolType848 {
+	switch protocolType {
+	case consumerProtocolType848:
 		return "consumer"
+	case shareProtocolType:
+		return "share"
 	}
 	return "classic"
 }

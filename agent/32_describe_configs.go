@@ -360,10 +360,10 @@ func (a *Agent) groupConfigs(stored map[string]string) []describedConfig {
 		add(broker, def, kmsg.ConfigSourceDefaultConfig)
 		return dc
 	}
-	return []describedConfig{
+	return append([]describedConfig{
 		cfg(groupHeartbeatIntervalConfig, "group.consumer.heartbeat.interval.ms", a.coord.ccfg.HeartbeatInterval,
 			"The heartbeat interval the group's members are told to keep."),
 		cfg(groupSessionTimeoutConfig, "group.consumer.session.timeout.ms", a.coord.ccfg.SessionTimeout,
 			"Members that send no heartbeat for this long are removed from the group (from their next heartbeat after a change)."),
-	}
+	}, a.shareDescribedConfigs(stored)...)
 }

@@ -39,6 +39,9 @@ func (a *Agent) handleDeleteGroups(ctx context.Context, r *request) (kmsg.Respon
 				return
 			}
 			err := a.store.DeleteGroup(ctx, id)
+			if err == nil && e.sg != nil {
+				err = a.store.DeleteShareStates(ctx, id, nil)
+			}
 			switch {
 			case errors.Is(err, metadata.ErrNotFound):
 				rg.ErrorCode = kerr.GroupIDNotFound.Code

@@ -97,8 +97,8 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 	var res group.HeartbeatResult
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
 		if e.cg == nil {
-			if !e.g.IsEmpty() {
-				res.Err = kerr.GroupIDNotFound.Code // a classic group in use
+			if !e.g.IsEmpty() || e.sg != nil {
+				res.Err = kerr.GroupIDNotFound.Code // a classic group in use, or a share group
 				return
 			}
 			e.cg = group.NewConsumerGroup(e.id, a.coord.ccfg)

@@ -112,6 +112,20 @@ func (a *Agent) handle(ctx context.Context, r *request) (kmsg.Response, error) {
 		return a.handleConsumerGroupHeartbeat(ctx, r)
 	case kmsg.ConsumerGroupDescribe:
 		return a.handleConsumerGroupDescribe(ctx, r)
+	case kmsg.ShareGroupHeartbeat:
+		return a.handleShareGroupHeartbeat(ctx, r)
+	case kmsg.ShareGroupDescribe:
+		return a.handleShareGroupDescribe(ctx, r)
+	case kmsg.ShareFetch:
+		return a.handleShareFetch(ctx, r)
+	case kmsg.ShareAcknowledge:
+		return a.handleShareAcknowledge(ctx, r)
+	case kmsg.DescribeShareGroupOffsets:
+		return a.handleDescribeShareGroupOffsets(ctx, r)
+	case kmsg.AlterShareGroupOffsets:
+		return a.handleAlterShareGroupOffsets(ctx, r)
+	case kmsg.DeleteShareGroupOffsets:
+		return a.handleDeleteShareGroupOffsets(ctx, r)
 	case kmsg.DescribeACLs:
 		return a.handleDescribeACLs(ctx, r)
 	case kmsg.CreateACLs:

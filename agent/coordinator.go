@@ -64,6 +64,9 @@ type coordinator struct {
 	limits consumerLimits
 	// lag reports the lag of the groups placed here (lag.go).
 	lag *lagMonitor
+	// shares is the share sessions and share-group configs of the
+	// members fetching from this agent (share.go).
+	shares *shares
 
 	mu     sync.Mutex
 	groups map[string]*groupEntry
@@ -78,6 +81,7 @@ type groupEntry struct {
 
 	g      *group.Group         // classic protocol state; nil until loaded
 	cg     *group.ConsumerGroup // KIP-848 state; nil unless the group uses it
+	sg     *group.ShareGroup    // KIP-932 state; nil unless a share group
 	exists bool                 // the store knew the group, or a member joined
 	// configs are the group's configs as last read from the store (nil
 	// until read), at configsRead; configsStale, set without e.mu by an
@@ -88,7 +92,7 @@ type groupEntry struct {
 }
 
 func newCoordinator(a *Agent) *coordinator {
-	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, lag: &lagMonitor{a: a}}
+	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, lag: &lagMonitor{a: a}, shares: newShares(a)}
 	a.metrics.reg.MustRegister(c.lag)
 	c.leases = newLeased(a, &c.mu, c.groups, leaseHooks[*groupEntry]{
 		kind:     "group",
@@ -156,7 +160,7 @@ func (c *coordinator) load(ctx context.Context, e *groupEntry, now time.Time) er
 		if err != nil {
 			return err
 		}
-		e.g, e.cg, e.exists = group.New(e.id, c.gcfg), nil, len(offs) > 0
+		e.g, e.cg, e.sg, e.exists = group.New(e.id, c.gcfg), nil, nil, len(offs) > 0
 		if e.exists {
 			e.g.MarkExists() // Kafka keeps an empty group for committed offsets
 		}
@@ -166,7 +170,18 @@ func (c *coordinator) load(ctx context.Context, e *groupEntry, now time.Time) er
 		return err
 	}
 	e.exists = true
-	e.cg = nil
+	e.cg, e.sg = nil, nil
+	if rec.ProtocolType == shareProtocolType {
+		if err := c.readGroupConfigs(ctx, e, now); err != nil {
+			return err
+		}
+		sg, err := group.RestoreShareGroup(e.id, c.shareConfig(e.configs), rec.State, now)
+		if err != nil {
+			return err
+		}
+		e.g, e.sg = group.New(e.id, c.gcfg), sg
+		return nil
+	}
 	if rec.ProtocolType == consumerProtocolType848 {
 		// The members' restored sessions are the group's own.
 		if err := c.readGroupConfigs(ctx, e, now); err != nil {
@@ -198,7 +213,13 @@ func (c *coordinator) persist(ctx context.Context, e *groupEntry) {
 		return
 	}
 	var rec metadata.GroupRecord
-	if e.cg != nil {
+	if e.sg != nil {
+		if !e.sg.TakeChanged() {
+			return
+		}
+		rec = metadata.GroupRecord{Group: e.id, ProtocolType: shareProtocolType, StateName: e.sg.StateName(),
+			Empty: e.sg.IsEmpty(), State: e.sg.Snapshot()}
+	} else if e.cg != nil {
 		if !e.cg.TakeChanged() {
 			return
 		}
@@ -223,7 +244,7 @@ func (c *coordinator) unload(e *groupEntry) {
 	if e.g != nil {
 		e.g.Abandon(kerr.NotCoordinator)
 	}
-	e.g, e.cg = nil, nil
+	e.g, e.cg, e.sg = nil, nil, nil
 }
 
 // run is the coordinator's background loop (leased.run), owned by the
@@ -244,10 +265,13 @@ func (c *coordinator) run() {
 // saves what they changed.
 func (c *coordinator) tick(ctx context.Context, e *groupEntry, now time.Time) {
 	e.g.Tick(now)
-	if e.cg != nil {
+	if e.cg != nil || e.sg != nil {
 		counts, err := c.topicCounts(ctx)
-		if err == nil {
+		if err == nil && e.cg != nil {
 			e.cg.Tick(now, counts)
+		}
+		if err == nil && e.sg != nil {
+			e.sg.Tick(now, counts)
 		}
 	}
 	c.persist(ctx, e)

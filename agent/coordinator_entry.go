@@ -13,9 +13,16 @@ import (
 // classic groups store their JoinGroup protocol type ("consumer", …).
 const consumerProtocolType848 = "consumer-848"
 
+// shareProtocolType is the stored protocol type of share groups (KIP-932),
+// also their protocol and group type in ListGroups.
+const shareProtocolType = "share"
+
 // The helpers below read or replace a loaded entry's state; e.mu is held.
 
 func (e *groupEntry) stateName() string {
+	if e.sg != nil {
+		return e.sg.StateName()
+	}
 	if e.cg != nil {
 		return e.cg.StateName()
 	}
@@ -25,22 +32,30 @@ func (e *groupEntry) stateName() string {
 // protocolType is the stored protocol type (consumerProtocolType848 for
 // KIP-848 groups).
 func (e *groupEntry) protocolType() string {
+	if e.sg != nil {
+		return shareProtocolType
+	}
 	if e.cg != nil {
 		return consumerProtocolType848
 	}
 	return e.g.ProtocolType()
 }
 
-func (e *groupEntry) isEmpty() bool { return e.g.IsEmpty() && (e.cg == nil || e.cg.IsEmpty()) }
+func (e *groupEntry) isEmpty() bool {
+	return e.g.IsEmpty() && (e.cg == nil || e.cg.IsEmpty()) && (e.sg == nil || e.sg.IsEmpty())
+}
 
 // reset replaces the state after the group was deleted.
 func (e *groupEntry) reset(g *group.Group) {
 	e.g.Abandon(kerr.GroupIDNotFound)
-	e.g, e.cg, e.exists = g, nil, false
+	e.g, e.cg, e.sg, e.exists = g, nil, nil, false
 }
 
 // subscribedTopics decodes the members' consumer-protocol subscriptions.
 func (e *groupEntry) subscribedTopics() map[string]bool {
+	if e.sg != nil {
+		return e.sg.Subscribed()
+	}
 	if e.cg != nil {
 		return e.cg.Subscribed()
 	}

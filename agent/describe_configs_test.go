@@ -169,7 +169,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 
 	r = describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeGroupConfig, "g")
 	gs := configsByName(r)
-	if len(gs) != 2 || deref(gs["consumer.session.timeout.ms"].Value) != millis(ta.coord.ccfg.SessionTimeout) ||
+	if len(gs) != 8 || deref(gs["consumer.session.timeout.ms"].Value) != millis(ta.coord.ccfg.SessionTimeout) ||
 		gs["consumer.heartbeat.interval.ms"].ReadOnly {
 		t.Fatalf("group configs: %+v", r.Configs)
 	}

@@ -13,12 +13,9 @@ package agent
 // within group.consumer.min/max.session.timeout.ms and
 // group.consumer.min/max.heartbeat.interval.ms, and the session timeout
 // longer than the heartbeat interval; INVALID_CONFIG in Kafka's words
-// otherwise. The share-group keys (share.session.timeout.ms,
-// share.heartbeat.interval.ms, share.record.lock.duration.ms,
-// share.auto.offset.reset) belong to share groups (KIP-932), which floe
-// does not serve yet: they are refused as the unknown names they are to
-// floe, INVALID_CONFIG "Unknown group config name", as Kafka refuses any
-// name it does not define.
+// otherwise. The share-group keys (KIP-932) are checked in
+// share_configs.go; any other name is INVALID_CONFIG "Unknown group
+// config name", as Kafka refuses any name it does not define.
 //
 // A group's configs are stored in the metadata store under its name
 // (Store.UpdateGroupConfigs, one transaction, so concurrent changes lose
@@ -98,16 +95,21 @@ func applyGroupConfigs(def group.ConsumerConfig, configs map[string]string) grou
 // keys the group does not set.
 func (c *coordinator) checkGroupConfigs(configs map[string]string) *alterError {
 	for _, name := range sortedKeys(configs) {
-		if name != groupSessionTimeoutConfig && name != groupHeartbeatIntervalConfig {
-			// share.* included: share groups are not served yet.
+		if name != groupSessionTimeoutConfig && name != groupHeartbeatIntervalConfig && !isShareConfig(name) {
 			return alterErr(kerr.InvalidConfig, "Unknown group config name: %s", name)
 		}
+	}
+	if err := c.checkShareGroupConfigs(configs); err != nil {
+		return err
 	}
 	values := map[string]time.Duration{
 		groupSessionTimeoutConfig:    c.ccfg.SessionTimeout,
 		groupHeartbeatIntervalConfig: c.ccfg.HeartbeatInterval,
 	}
 	for _, name := range sortedKeys(configs) {
+		if isShareConfig(name) {
+			continue // checked by checkShareGroupConfigs
+		}
 		v := configs[name]
 		if why := longBetween(1, math.MaxInt32)(v); why != "" {
 			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, name, why)
@@ -136,7 +138,7 @@ func (a *Agent) alterGroupConfigs(ctx context.Context, name string, changes []co
 	if name == "" {
 		return alterErr(kerr.InvalidRequest, "Default group resources are not allowed.")
 	}
-	// Group configs are all INTs: nothing to APPEND to or SUBTRACT from
+	// Group configs are INTs and strings: nothing to APPEND to or SUBTRACT from
 	// (Kafka's controller answers so for names it does not know, too).
 	for _, c := range changes {
 		if c.op == kmsg.IncrementalAlterConfigOpAppend || c.op == kmsg.IncrementalAlterConfigOpSubtract {
@@ -184,6 +186,7 @@ func (a *Agent) alterGroupConfigs(ctx context.Context, name string, changes []co
 // groupConfigsChanged makes the coordinator read a group's configs again
 // at its next heartbeat, if this agent coordinates the group.
 func (c *coordinator) groupConfigsChanged(groupID string) {
+	c.shares.configsChanged(groupID)
 	c.mu.Lock()
 	e := c.groups[groupID]
 	c.mu.Unlock()
@@ -198,12 +201,18 @@ func (c *coordinator) groupConfigsChanged(groupID string) {
 // and once more than TopicCacheTTL old; should the store fail, the
 // previous ones stay in use and the read is tried again next time.
 func (c *coordinator) consumerConfig(ctx context.Context, e *groupEntry, now time.Time) group.ConsumerConfig {
+	return applyGroupConfigs(c.ccfg, c.liveConfigs(ctx, e, now))
+}
+
+// liveConfigs (e.mu held) is the group's configs, read again as
+// consumerConfig says.
+func (c *coordinator) liveConfigs(ctx context.Context, e *groupEntry, now time.Time) map[string]string {
 	if e.configs == nil || e.configsStale.Load() || now.Sub(e.configsRead) >= c.a.cfg.TopicCacheTTL {
 		if err := c.readGroupConfigs(ctx, e, now); err != nil {
 			c.a.log.Warn("read group configs failed", "group", e.id, "err", err)
 		}
 	}
-	return applyGroupConfigs(c.ccfg, e.configs)
+	return e.configs
 }
 
 // readGroupConfigs (e.mu held) reads a group's configs from the store.

@@ -74,8 +74,16 @@ func TestGroupConfigsAlter(t *testing.T) {
 	}{
 		{"unknown name", groupResource(g, setOp("consumer.session.timeout", "50000")), kerr.InvalidConfig,
 			"Unknown group config name: consumer.session.timeout"},
-		{"share group key", groupResource(g, setOp("share.session.timeout.ms", "50000")), kerr.InvalidConfig,
-			"Unknown group config name: share.session.timeout.ms"},
+		{"share lock too short", groupResource(g, setOp("share.record.lock.duration.ms", "500")), kerr.InvalidConfig,
+			"Invalid value 500 for configuration share.record.lock.duration.ms"},
+		{"share reset", groupResource(g, setOp("share.auto.offset.reset", "by_duration:yesterday")), kerr.InvalidConfig,
+			"Invalid value by_duration:yesterday for configuration share.auto.offset.reset"},
+		{"share isolation", groupResource(g, setOp("share.isolation.level", "serializable")), kerr.InvalidConfig,
+			"Invalid value serializable for configuration share.isolation.level"},
+		{"share delivery limit", groupResource(g, setOp("group.share.delivery.count.limit", "11")), kerr.InvalidConfig,
+			"Invalid value 11 for configuration group.share.delivery.count.limit"},
+		{"share session under heartbeat", groupResource(g, setOp("share.session.timeout.ms", "1")), kerr.InvalidConfig,
+			"share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"},
 		{"topic key", groupResource(g, setOp("retention.ms", "1")), kerr.InvalidConfig, "Unknown group config name: retention.ms"},
 		{"not a number", groupResource(g, setOp("consumer.session.timeout.ms", "soon")), kerr.InvalidConfig,
 			"Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT"},
@@ -150,7 +158,7 @@ func TestGroupConfigsAlter(t *testing.T) {
 	if got, want := storedGroupConfigs(t, ta, g), map[string]string{"consumer.heartbeat.interval.ms": "2000"}; !maps.Equal(got, want) {
 		t.Fatalf("stored %v after the legacy AlterConfigs, want %v", got, want)
 	}
-	r := legacy("share.record.lock.duration.ms", "30000")
+	r := legacy("share.isolation.level", "serializable")
 	wantCode(t, "legacy share key", r.ErrorCode, kerr.InvalidConfig)
 	wantCode(t, "legacy clear", legacy().ErrorCode, nil)
 	if got := storedGroupConfigs(t, ta, g); len(got) != 0 {
@@ -186,8 +194,15 @@ func TestGroupConfigsDescribe(t *testing.T) {
 			synonym{"group.consumer.heartbeat.interval.ms", heartbeat, kmsg.ConfigSourceDefaultConfig}},
 	} {
 		cs := describeGroup(t, cl, tc.group)
-		if len(cs) != 2 {
-			t.Fatalf("%s: %d configs, want 2: %+v", tc.group, len(cs), cs)
+		if len(cs) != 8 {
+			t.Fatalf("%s: %d configs, want 8 (2 consumer, 6 share): %+v", tc.group, len(cs), cs)
+		}
+		for name, def := range map[string]string{"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted",
+			"share.record.lock.duration.ms": "30000", "group.share.delivery.count.limit": "5",
+			"share.session.timeout.ms": session, "share.heartbeat.interval.ms": heartbeat} {
+			if c := cs[name]; deref(c.Value) != def || c.Source != kmsg.ConfigSourceDefaultConfig || c.ReadOnly {
+				t.Errorf("%s: %s = %+v, want the default %s", tc.group, name, c, def)
+			}
 		}
 		s, h := cs["consumer.session.timeout.ms"], cs["consumer.heartbeat.interval.ms"]
 		if deref(s.Value) != tc.session || s.Source != tc.sessionSource || s.ReadOnly || s.ConfigType != kmsg.ConfigTypeInt || s.Documentation == nil {

@@ -1,0 +1,301 @@
+package agent
+
+// Share groups (KIP-932) on the record side: what ShareFetch and
+// ShareAcknowledge share. Any agent serves any share-partition: the state
+// (start offset, in-flight window, locks, delivery counts) is in the
+// metadata store (metadata.ShareStore), and every ShareFetch or
+// ShareAcknowledge reads it once and writes it in ONE transaction for all
+// of its partitions (acknowledgements, releases and acquisitions
+// together). What an agent keeps itself is soft: the share sessions of the
+// members fetching from it (epochs and partition sets, as KIP-932 fetch
+// sessions; a member whose session is lost starts a new one) and the
+// share groups' configs, read again after TopicCacheTTL.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/kafkaproto"
+	"floe/metadata"
+)
+
+// maxShareSessions bounds the share sessions one agent keeps (Kafka's
+// group.share.max.share.sessions default).
+const maxShareSessions = 2000
+
+// defaultShareMaxRecords is what a ShareFetch without MaxRecords (v0, or
+// 0) acquires at most, Kafka's default.
+const defaultShareMaxRecords = 500
+
+type shareSessionKey struct{ group, member string }
+
+// shareSession is one member's share session on this agent: the epoch its
+// next request must carry and the partitions it fetches.
+type shareSession struct {
+	epoch int32
+	parts []metadata.ShareKey
+}
+
+// shares is the agent's share sessions and cached share-group configs.
+// mu guards both maps; no I/O happens under it.
+type shares struct {
+	a        *Agent
+	mu       sync.Mutex
+	sessions map[shareSessionKey]*shareSession
+	configs  map[string]cachedShareConfigs
+}
+
+type cachedShareConfigs struct {
+	s    shareSettings
+	read time.Time
+}
+
+func newShares(a *Agent) *shares {
+	return &shares{a: a, sessions: map[shareSessionKey]*shareSession{}, configs: map[string]cachedShareConfigs{}}
+}
+
+// settings returns a share group's settings, read from the store when not
+// cached or older than TopicCacheTTL.
+func (s *shares) settings(ctx context.Context, group string) (shareSettings, error) {
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.configs[group]
+	s.mu.Unlock()
+	if ok && now.Sub(c.read) < s.a.cfg.TopicCacheTTL {
+		return c.s, nil
+	}
+	cfgs, err := s.a.store.GroupConfigs(ctx, group)
+	if err != nil {
+		return shareSettings{}, err
+	}
+	st := newShareSettings(cfgs)
+	s.mu.Lock()
+	if len(s.configs) > 10000 {
+		clear(s.configs) // many groups: start over rather than grow
+	}
+	s.configs[group] = cachedShareConfigs{s: st, read: now}
+	s.mu.Unlock()
+	return st, nil
+}
+
+// configsChanged drops a group's cached configs (altered through this
+// agent).
+func (s *shares) configsChanged(group string) {
+	s.mu.Lock()
+	delete(s.configs, group)
+	s.mu.Unlock()
+}
+
+// openSession applies a ShareFetch's session fields: epoch 0 starts a new
+// session with add, an epoch > 0 must be the session's next one and adds
+// add and removes forget. The session's epoch moves on at once (as
+// Kafka's share session cache does when it takes a request). It returns
+// the session's partitions.
+func (s *shares) openSession(group, member string, epoch int32, add, forget []metadata.ShareKey) ([]metadata.ShareKey, *kerr.Error) {
+	k := shareSessionKey{group, member}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[k]
+	if epoch == 0 {
+		delete(s.sessions, k)
+		if len(s.sessions) >= maxShareSessions {
+			return nil, kerr.ShareSessionLimitReached
+		}
+		sess = &shareSession{}
+		s.sessions[k] = sess
+	} else {
+		if sess == nil {
+			return nil, kerr.ShareSessionNotFound
+		}
+		if sess.epoch != epoch {
+			return nil, kerr.InvalidShareSessionEpoch
+		}
+	}
+	for _, p := range add {
+		if !containsKey(sess.parts, p) {
+			sess.parts = append(sess.parts, p)
+		}
+	}
+	for _, p := range forget {
+		for i, q := range sess.parts {
+			if q == p {
+				sess.parts = append(sess.parts[:i], sess.parts[i+1:]...)
+				break
+			}
+		}
+	}
+	sess.epoch++
+	if sess.epoch < 1 {
+		sess.epoch = 1
+	}
+	return append([]metadata.ShareKey(nil), sess.parts...), nil
+}
+
+// closeSession ends a member's session (epoch -1) and returns its
+// partitions.
+func (s *shares) closeSession(group, member string) ([]metadata.ShareKey, *kerr.Error) {
+	k := shareSessionKey{group, member}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[k]
+	if sess == nil {
+		return nil, kerr.ShareSessionNotFound
+	}
+	delete(s.sessions, k)
+	return sess.parts, nil
+}
+
+// checkSession validates a ShareAcknowledge's epoch (> 0) and moves the
+// session on.
+func (s *shares) checkSession(group, member string, epoch int32) *kerr.Error {
+	if epoch == 0 {
+		return kerr.InvalidShareSessionEpoch
+	}
+	_, err := s.openSession(group, member, epoch, nil, nil)
+	return err
+}
+
+func containsKey(ks []metadata.ShareKey, k metadata.ShareKey) bool {
+	for _, q := range ks {
+		if q == k {
+			return true
+		}
+	}
+	return false
+}
+
+// shareAcks are one request's acknowledgements by partition.
+type shareAcks map[metadata.ShareKey][]metadata.ShareAck
+
+func ackBatches[B any](batches []B, get func(B) (int64, int64, []int8)) []metadata.ShareAck {
+	out := make([]metadata.ShareAck, 0, len(batches))
+	for _, b := range batches {
+		first, last, types := get(b)
+		out = append(out, metadata.ShareAck{First: first, Last: last, Types: types})
+	}
+	return out
+}
+
+// sharePart is one partition of a ShareFetch or ShareAcknowledge: what the
+// transaction does to it and what it answers.
+type sharePart struct {
+	key   metadata.ShareKey
+	topic metadata.Topic
+	acks  []metadata.ShareAck
+	// release: the member's session closed, its records go back.
+	release bool
+	// fetch: spans of fetched data to acquire from, init the start of a
+	// share-partition without state, logStart the partition's log start.
+	fetch    bool
+	spans    []metadata.ShareSpan
+	init     int64
+	logStart int64
+
+	ackCode  int16
+	acquired []metadata.AcquiredRange
+}
+
+// applyShares runs one share request's changes in ONE store transaction:
+// expired locks are released, then the acknowledgements are checked and
+// applied, a closing member's records released, and records acquired, at
+// most maxRecords in all. Each part's ackCode and acquired are set.
+func (a *Agent) applyShares(ctx context.Context, group, member string, set shareSettings, parts []*sharePart,
+	maxAckType int8, maxRecords int64) error {
+	keys := make([]metadata.ShareKey, 0, len(parts))
+	for _, p := range parts {
+		keys = append(keys, p.key)
+	}
+	lim := set.limits
+	return a.store.UpdateShares(ctx, group, keys, func(now time.Time, states map[metadata.ShareKey]*metadata.SharePartitionState) error {
+		left := maxRecords
+		for _, p := range parts {
+			p.ackCode, p.acquired = 0, nil
+			st := states[p.key]
+			if st == nil && p.fetch {
+				st = &metadata.SharePartitionState{ShareKey: p.key}
+				st.Reset(p.init)
+				states[p.key] = st
+			}
+			if st == nil {
+				if len(p.acks) > 0 {
+					p.ackCode = kerr.InvalidRecordState.Code
+				}
+				continue
+			}
+			if p.fetch {
+				st.TrimTo(p.logStart)
+			}
+			st.Expire(now, lim)
+			if len(p.acks) > 0 {
+				if p.ackCode = st.ValidateAcks(member, p.acks, maxAckType); p.ackCode == 0 {
+					st.ApplyAcks(now, p.acks, lim)
+				}
+			}
+			if p.release {
+				st.ReleaseMember(member, lim)
+			}
+			if p.fetch && left > 0 && len(p.spans) > 0 {
+				p.acquired = st.Acquire(now, member, p.spans, left, lim)
+				for _, r := range p.acquired {
+					left -= r.Last - r.First + 1
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// shareSpans reads the batches of fetched data into the spans Acquire
+// takes: control batches, and with readCommitted the batches of aborted
+// transactions, are Skip.
+func shareSpans(data []byte, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction, readCommitted bool) []metadata.ShareSpan {
+	var spans []metadata.ShareSpan
+	open := map[int64]bool{} // producers inside an aborted transaction
+	next := 0
+	_, _ = kafkaproto.WalkBatches(data, 0, func(h kafkaproto.BatchHeader, _ []byte, _ int64) error {
+		first, last := h.BaseOffset, h.BaseOffset+int64(h.LastOffsetDelta)
+		for readCommitted && next < len(aborted) && aborted[next].FirstOffset <= last {
+			open[aborted[next].ProducerID] = true
+			next++
+		}
+		control := h.Attributes&0x20 != 0
+		skip := control || (readCommitted && h.IsTransactional() && open[h.ProducerID])
+		if control {
+			delete(open, h.ProducerID)
+		}
+		if n := len(spans); n > 0 && spans[n-1].Skip == skip && spans[n-1].Last+1 == first {
+			spans[n-1].Last = last
+		} else {
+			spans = append(spans, metadata.ShareSpan{First: first, Last: last, Skip: skip})
+		}
+		return nil
+	})
+	return spans
+}
+
+// trimToAcquired cuts data after the last batch holding an acquired
+// offset: the client would drop the rest.
+func trimToAcquired(data []byte, last int64) []byte {
+	cut := 0
+	_, _ = kafkaproto.WalkBatches(data, 0, func(h kafkaproto.BatchHeader, b []byte, _ int64) error {
+		if h.BaseOffset > last {
+			return errAnswerFull
+		}
+		cut += len(b)
+		return nil
+	})
+	return data[:cut]
+}
+
+// shareStoreError is the Kafka error of a failed share-state read or write.
+func shareStoreError(ctx context.Context, err error) *kerr.Error {
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return kerr.RequestTimedOut
+	}
+	return kerr.KafkaStorageError
+}

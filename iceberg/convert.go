@@ -59,6 +59,13 @@ type ConverterConfig struct {
 	Maintenance MaintenanceConfig
 }
 
+// MemoryBytes bounds the memory one conversion cycle holds: iceberg-go
+// packs a data file's Arrow batches, up to TargetFileSize of them, before
+// it writes the file, and the next batch is being built meanwhile (up to
+// 8 MiB of records). The index row being decoded comes on top: a row of a
+// merged object is up to the compactor's --max-merge-bytes.
+func (c ConverterConfig) MemoryBytes() int64 { return c.TargetFileSize + batchBytes }
+
 // DefaultConverterConfig returns production defaults: a 60 s freshness.
 func DefaultConverterConfig(id string) ConverterConfig {
 	return ConverterConfig{

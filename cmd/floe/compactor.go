@@ -91,7 +91,7 @@ func runCompactor(args []string) error {
 	if err != nil {
 		return err
 	}
-	setMemoryLimit(log, cf.memoryBudgets(""))
+	setMemoryLimit(log, append(cf.memoryBudgets(""), ice.memoryBudgets()...))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, bucket, closeStores, err := openStores(ctx, *metaURL, *bucketURL, *httpAddr, log)

@@ -36,6 +36,9 @@ func defaultIcebergFlags() *icebergFlags {
 func devIcebergFlags() *icebergFlags {
 	f := defaultIcebergFlags()
 	f.conv.Interval = 5 * time.Second
+	// Conversion holds a data file's batches before writing it: 32 MiB
+	// files keep it inside a laptop's budgets (memlimit.go).
+	f.conv.TargetFileSize = 32 << 20
 	f.conv.Maintenance.Every = 10 * time.Minute
 	f.conv.Maintenance.SnapshotAge = time.Hour
 	f.conv.Maintenance.OrphanAge = time.Hour

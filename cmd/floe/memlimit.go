@@ -16,17 +16,14 @@ import (
 // v2, then v1 (both as containers mount them, at the root).
 var cgroupLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// memoryHeadroom is what the Go runtime may hold beyond the budgets'
-// sum: the heap outside them (metadata caches, connections' state,
-// goroutine stacks, the embedded SQLite's pages) and the garbage made
-// between two collections. The process's resident size adds its code
-// (about 50 MiB of mapped binary) to that.
-const memoryHeadroom = 16 << 20
-
 // setMemoryLimit gives the Go runtime a soft memory limit: the sum of the
-// process's memory budgets plus memoryHeadroom, so that the garbage
-// collector runs before the heap's garbage takes it past them (with the
-// default GOGC a heap of 400 MB live grew to 1 GB between collections).
+// process's memory budgets, so that the garbage collector runs before the
+// heap's garbage takes it past them (with the default GOGC a heap of
+// 400 MB live grew to 1 GB between collections). What the process holds
+// outside the budgets — its mapped code (about 50 MiB of the binary
+// resident), goroutine stacks, metadata caches, SQLite's pages — is the
+// 64 MiB the budgets' sum is allowed beyond it; a limit above the sum
+// took floe dev's peak to sum + 84 MiB (docs/architecture.md, Memory).
 // Inside a container with a memory limit the soft limit is at most nine
 // tenths of it, so that the collector works harder before the kernel's
 // OOM killer would; budgets that do not fit there are logged. GOMEMLIMIT,
@@ -47,7 +44,7 @@ func setMemoryLimit(log *slog.Logger, budgets []agent.MemoryBudget) int64 {
 	for _, b := range budgets {
 		args = append(args, "--"+b.Flag+" ("+b.Name+")", b.Bytes)
 	}
-	if from == "cgroup" && sum+memoryHeadroom > soft {
+	if from == "cgroup" && sum > soft {
 		log.Warn("memory budgets exceed nine tenths of the container's limit: lower them", args...)
 	} else {
 		log.Info("memory limit", args...)
@@ -60,7 +57,7 @@ func setMemoryLimit(log *slog.Logger, budgets []agent.MemoryBudget) int64 {
 func memoryLimit(sum, cgroup int64) (int64, string) {
 	soft, from := int64(0), ""
 	if sum > 0 {
-		soft, from = sum+memoryHeadroom, "budgets"
+		soft, from = sum, "budgets"
 	}
 	if c := cgroup / 10 * 9; c > 0 && (soft == 0 || c < soft) {
 		soft, from = c, "cgroup"
@@ -121,8 +118,18 @@ func (f *agentFlags) memoryBudgets() []agent.MemoryBudget {
 	bs := f.cfg.MemoryBudgets()
 	if f.compactor != nil {
 		bs = append(bs, f.compactor.memoryBudgets("compactor-")...)
+		bs = append(bs, f.iceberg.memoryBudgets()...)
 	}
 	return bs
+}
+
+// memoryBudgets is the Iceberg converter's, where it runs (floe dev, floe
+// compactor): none when the catalog is off.
+func (f *icebergFlags) memoryBudgets() []agent.MemoryBudget {
+	if f == nil || !f.enabled {
+		return nil
+	}
+	return []agent.MemoryBudget{{Name: "iceberg conversion", Flag: "iceberg-target-file-size", Bytes: f.conv.MemoryBytes()}}
 }
 
 // memoryBudgets are a compactor's: the windows of one merge (merges run

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"floe/agent"
 )
 
 func TestCgroupMemoryLimit(t *testing.T) {
@@ -38,8 +41,8 @@ func TestMemoryLimit(t *testing.T) {
 		want        int64
 		from        string
 	}{
-		{200 << 20, 0, 200<<20 + memoryHeadroom, "budgets"},
-		{200 << 20, 1 << 30, 200<<20 + memoryHeadroom, "budgets"},
+		{200 << 20, 0, 200 << 20, "budgets"},
+		{200 << 20, 1 << 30, 200 << 20, "budgets"},
 		// Budgets over the container's nine tenths: the container wins.
 		{1 << 30, 1 << 30, 1 << 30 / 10 * 9, "cgroup"},
 		{0, 1 << 30, 1 << 30 / 10 * 9, "cgroup"},
@@ -49,5 +52,31 @@ func TestMemoryLimit(t *testing.T) {
 		if got != tc.want || from != tc.from {
 			t.Errorf("memoryLimit(%d, %d) = %d, %q; want %d, %q", tc.sum, tc.cgroup, got, from, tc.want, tc.from)
 		}
+	}
+}
+
+// TestDevMemoryBudgets: floe dev's budgets sum to what the docs say, and
+// each names a flag floe dev has.
+func TestDevMemoryBudgets(t *testing.T) {
+	f := agentFlags{cfg: agent.DevConfig(), compactor: devCompactorFlags(), iceberg: devIcebergFlags()}
+	devMemory(&f.cfg)
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	f.register(fs)
+	f.compactor.register(fs, "compactor-")
+	f.iceberg.register(fs, true)
+	bs := f.memoryBudgets()
+	for _, b := range bs {
+		if fs.Lookup(b.Flag) == nil {
+			t.Errorf("budget %q names --%s, which floe dev does not have", b.Name, b.Flag)
+		}
+	}
+	// 32 request + 16 idle + 32 fetch + 64 cache + 16 merges + 32 key
+	// compaction + 40 iceberg (docs/architecture.md, Memory).
+	if got := agent.SumBudgets(bs); got != 232<<20 {
+		t.Errorf("floe dev's budgets sum to %d MiB, want 232: %+v", got>>20, bs)
+	}
+	f.iceberg.enabled = false
+	if got := agent.SumBudgets(f.memoryBudgets()); got != 192<<20 {
+		t.Errorf("without Iceberg, floe dev's budgets sum to %d MiB, want 192", got>>20)
 	}
 }

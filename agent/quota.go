@@ -301,7 +301,7 @@ func quotaUserName(principal string) string {
 // waiting, which request_percentage must not charge.
 func waitsByDesign(key int16) bool {
 	switch kmsg.Key(key) {
-	case kmsg.Produce, kmsg.Fetch, kmsg.JoinGroup, kmsg.SyncGroup:
+	case kmsg.Produce, kmsg.Fetch, kmsg.ShareFetch, kmsg.JoinGroup, kmsg.SyncGroup:
 		return true
 	}
 	return false
@@ -354,6 +354,18 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 			for _, t := range fr.Topics {
 				for _, p := range t.Partitions {
 					n += len(p.RecordBatches)
+				}
+			}
+			charge(quotaFetch, float64(n))
+		}
+	case *kmsg.ShareFetchRequest:
+		// Charged as a Fetch; the records it acquired are the member's,
+		// so a throttled answer still carries them.
+		if sr, ok := resp.(*kmsg.ShareFetchResponse); ok {
+			n := 0
+			for _, t := range sr.Topics {
+				for _, p := range t.Partitions {
+					n += len(p.Records)
 				}
 			}
 			charge(quotaFetch, float64(n))

@@ -164,6 +164,10 @@ type Config struct {
 	// ExtraMetrics, when set, is served on /metrics beside the agent's own
 	// (floe dev adds its in-process compactor's).
 	ExtraMetrics prometheus.Gatherer
+	// ProcessMemoryBudgets are the budgets of what else runs in the
+	// agent's process (floe dev's compactor and Iceberg converter):
+	// MemoryBudgets lists them after the agent's own.
+	ProcessMemoryBudgets []MemoryBudget
 	// HTTPHandlers are served on the HTTP listener beside the agent's own
 	// endpoints, each under its pattern (floe's Iceberg REST catalog at
 	// "/iceberg/").

@@ -13,9 +13,9 @@ type MemoryBudget struct {
 	Bytes int64
 }
 
-// MemoryBudgets returns the budgets that bound what the agent holds,
-// each charged as the bytes arrive or are made, released when the last
-// reference goes (budget.go):
+// MemoryBudgets returns the budgets that bound what the agent holds, then
+// ProcessMemoryBudgets. The agent's own are each charged as the bytes
+// arrive or are made, released when the last reference goes (budget.go):
 //
 //   - request: request frames read and still referenced, which include
 //     every produced batch until its object is stored (batches alias their
@@ -30,12 +30,12 @@ type MemoryBudget struct {
 // nothing else is held (up to --max-request-size), and a Fetch answer's
 // first batch comes whole even over --fetch-max-bytes (KIP-74).
 func (c *Config) MemoryBudgets() []MemoryBudget {
-	return []MemoryBudget{
+	return append([]MemoryBudget{
 		{Name: "request", Flag: "buffer-bytes", Bytes: c.requestBudget()},
 		{Name: "idle buffers", Flag: "buffer-bytes", Bytes: c.poolBytes()},
 		{Name: "fetch", Flag: "fetch-buffer-bytes", Bytes: c.FetchBufferBytes},
 		{Name: "read cache", Flag: "cache-bytes", Bytes: c.CacheBytes},
-	}
+	}, c.ProcessMemoryBudgets...)
 }
 
 // poolBytes bounds the buffers bufPool keeps idle.

@@ -113,14 +113,15 @@ func addPprof(c *agent.Config) {
 }
 
 // memoryBudgets are the budgets of everything this process runs: the
-// agent's, and in floe dev its compactor's.
+// agent's, and in floe dev its compactor's and converter's, which are
+// also given to the agent (Config.ProcessMemoryBudgets) so that its
+// floe_agent_memory_budget_bytes gauges add up to the process's limit.
 func (f *agentFlags) memoryBudgets() []agent.MemoryBudget {
-	bs := f.cfg.MemoryBudgets()
+	f.cfg.ProcessMemoryBudgets = nil
 	if f.compactor != nil {
-		bs = append(bs, f.compactor.memoryBudgets("compactor-")...)
-		bs = append(bs, f.iceberg.memoryBudgets()...)
+		f.cfg.ProcessMemoryBudgets = append(f.compactor.memoryBudgets("compactor-"), f.iceberg.memoryBudgets()...)
 	}
-	return bs
+	return f.cfg.MemoryBudgets()
 }
 
 // memoryBudgets is the Iceberg converter's, where it runs (floe dev, floe

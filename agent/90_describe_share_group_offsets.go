@@ -5,7 +5,8 @@ package agent
 // high watermark less the start offset less the offsets already
 // acknowledged or archived in the window. Partitions without share state
 // answer start offset -1. Topics nil describes every partition the group
-// has state for (skipping topics the client may not DESCRIBE). Answered
+// has state for (skipping topics the client may not DESCRIBE); a topic
+// named without partitions, all of its partitions. Answered
 // by the group's coordinator; DESCRIBE on the group and its topics.
 
 import (
@@ -77,7 +78,14 @@ func (a *Agent) handleDescribeShareGroupOffsets(ctx context.Context, r *request)
 			}
 		} else {
 			for _, rt := range rg.Topics {
-				reqs = append(reqs, topicReq{rt.Topic, rt.Partitions})
+				parts := rt.Partitions
+				if t, ok := byName[rt.Topic]; ok && len(parts) == 0 {
+					// A topic without partitions named: all of them.
+					for p := range t.Partitions {
+						parts = append(parts, p)
+					}
+				}
+				reqs = append(reqs, topicReq{rt.Topic, parts})
 			}
 		}
 		for _, tr := range reqs {

@@ -356,3 +356,60 @@ func TestShareGroupConfigsStored(t *testing.T) {
 		t.Fatalf("settings %+v", s)
 	}
 }
+
+// TestShareFetchReadCommitted checks share.isolation.level=read_committed:
+// records of an aborted transaction and the control batches are never
+// acquired, those of a committed one are; read_uncommitted acquires the
+// aborted ones too.
+func TestShareFetchReadCommitted(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	cl := ta.client(t)
+	ta.createTopic(t, cl, "tx", 1)
+	ctx := context.Background()
+	txn := ta.client(t, kgo.TransactionalID("share-txn"), kgo.DefaultProduceTopic("tx"))
+	for _, commit := range []bool{false, true} { // offsets 0-2 aborted, 3 marker; 4-6 committed, 7 marker
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, err := ta.store.Topic(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		level string
+		want  []metadata.AcquiredRange
+	}{
+		{"read_committed", []metadata.AcquiredRange{{First: 4, Last: 6, Deliveries: 1}}},
+		{"read_uncommitted", []metadata.AcquiredRange{{First: 0, Last: 2, Deliveries: 1}, {First: 4, Last: 6, Deliveries: 1}}},
+	} {
+		g := "g-" + tc.level
+		res := incrementalAlter(t, cl, false, groupResource(g, setOp("share.auto.offset.reset", "earliest"),
+			setOp("share.isolation.level", tc.level)))
+		wantCode(t, "configs", res[0].ErrorCode, nil)
+		f := &shareFixture{ta: ta, cl: cl, topic: tp}
+		req := kmsg.NewPtrShareFetchRequest()
+		req.Version = 1
+		req.GroupID, req.MemberID, req.MaxRecords, req.MaxBytes = kmsg.StringPtr(g), kmsg.StringPtr("m"), 100, 1<<20
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = f.topic.ID
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := acquired(t, resp)[0]; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: acquired %+v, want %+v", tc.level, got, tc.want)
+		}
+	}
+}

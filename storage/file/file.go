@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"floe/storage"
@@ -38,10 +39,15 @@ var (
 // object.
 const tempPrefix = ".tmp-"
 
-// Bucket is a storage.Bucket rooted at a directory. It holds no mutable
-// state of its own: concurrent use is safe, and the file system arbitrates.
+// Bucket is a storage.Bucket rooted at a directory. Concurrent use is
+// safe: the file system arbitrates. Its one state of its own is dirs, the
+// directories it has made or found, which spares a write the stat(2) of
+// its directory (a fifth of a small PUT's CPU in floe dev at 10 000
+// records/s, when writes to the same directory contend); a directory
+// removed behind its back is made again on the write that finds it gone.
 type Bucket struct {
-	dir string
+	dir  string
+	dirs sync.Map // directory path → struct{}
 }
 
 // New returns a bucket rooted at dir, creating the directory if needed.
@@ -125,10 +131,18 @@ func (b *Bucket) put(ctx context.Context, key string, write func(*os.File) error
 		return err
 	}
 	dir := filepath.Dir(path)
-	if err := b.mkdirAll(dir); err != nil {
+	if err := b.ensureDir(dir); err != nil {
 		return err
 	}
 	tmp, err := writeTemp(dir, write)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "open" && errors.Is(err, fs.ErrNotExist) {
+		// The directory went away since it was made or seen (the temp
+		// file's create failed, so write has not run).
+		b.dirs.Delete(dir)
+		if err = b.ensureDir(dir); err == nil {
+			tmp, err = writeTemp(dir, write)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -178,6 +192,18 @@ func writeTemp(dir string, write func(*os.File) error) (string, error) {
 		return "", err
 	}
 	return name, nil
+}
+
+// ensureDir makes sure dir exists, once per directory while it does.
+func (b *Bucket) ensureDir(dir string) error {
+	if _, ok := b.dirs.Load(dir); ok {
+		return nil
+	}
+	if err := b.mkdirAll(dir); err != nil {
+		return err
+	}
+	b.dirs.Store(dir, struct{}{})
+	return nil
 }
 
 // mkdirAll creates dir and its missing parents under the root, fsyncing the

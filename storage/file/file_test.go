@@ -124,3 +124,34 @@ func TestObjectUnderObject(t *testing.T) {
 		t.Fatalf("Size of a directory = %v, want ErrNotFound", err)
 	}
 }
+
+// A directory the bucket made and remembers, removed behind its back, is
+// made again by the next write into it (and a streamed body is read once).
+func TestPutAfterDirectoryRemoved(t *testing.T) {
+	b := newBucket(t)
+	ctx := t.Context()
+	if err := b.Put(ctx, "objects/ab/one", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(b.Dir(), "objects")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, "objects/ab/two", []byte("2"), []byte("2")); err != nil {
+		t.Fatalf("put after the directory was removed: %v", err)
+	}
+	if got, err := b.GetRange(ctx, "objects/ab/two", 0, -1); err != nil || string(got) != "22" {
+		t.Errorf("objects/ab/two: %q, %v; want \"22\"", got, err)
+	}
+	if err := os.RemoveAll(filepath.Join(b.Dir(), "objects")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutStream(ctx, "objects/ab/three", 3, strings.NewReader("333")); err != nil {
+		t.Fatalf("stream put after the directory was removed: %v", err)
+	}
+	if got, err := b.GetRange(ctx, "objects/ab/three", 0, -1); err != nil || string(got) != "333" {
+		t.Errorf("objects/ab/three: %q, %v; want \"333\"", got, err)
+	}
+	if _, err := b.GetRange(ctx, "objects/ab/two", 0, -1); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("removed object: %v, want ErrNotFound", err)
+	}
+}

@@ -123,7 +123,8 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 ## bench: Go benchmarks of the hot paths, then the `floe bench` matrix on floe dev and on
-## PostgreSQL + MinIO with the kfake and raw-PUT baselines; writes docs/benchmarks.md and docs/bench/
+## PostgreSQL + MinIO with the kfake and raw-PUT baselines, and the broker comparison (CPU per GB of
+## floe dev, kfake and NATS JetStream, each its own process); writes docs/benchmarks.md and docs/bench/
 bench: build minio postgres nats-server
 	mkdir -p docs/bench
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./iceberg/... \

@@ -27,9 +27,6 @@ export FLOE_KGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/twmb/franz-go@$(F
 
 # kgo tests that skip themselves against floe, and why (integration/kgo_suite_test.go
 # fails on any other skip):
-# - share groups (KIP-932) are not implemented: the suite asks for ShareFetch v2.
-#     TestShareGroup TestShareGroupETL TestShareGroupOffsetsAdmin TestShareGroupAckOnClose
-#     TestConsumeRegexShareSkipsInternal
 # - TestOAuthAuth signs nothing: it sends an unsecured JWT ({"alg":"none"}), which only Kafka's
 #   default (development) validator takes, and needs KGO_TEST_OAUTH_SEEDS. floe takes only tokens
 #   signed by a key of --oauth-jwks (integration/security_test.go covers OAUTHBEARER). The SCRAM
@@ -39,9 +36,7 @@ export FLOE_KGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/twmb/franz-go@$(F
 #   librdkafka stops compressing when Produce v0 is not advertised; the test needs a broker
 #   that does not advertise v2.
 #     TestIssueProduceBrokerTooOldFailsRecords
-export FLOE_KGO_ALLOWED_SKIPS := TestShareGroup TestShareGroupETL TestShareGroupOffsetsAdmin \
-	TestShareGroupAckOnClose TestConsumeRegexShareSkipsInternal \
-	TestOAuthAuth \
+export FLOE_KGO_ALLOWED_SKIPS := TestOAuthAuth \
 	TestIssueProduceBrokerTooOldFailsRecords
 
 # segmentio/kafka-go's own tests, at the version floe's go.mod pins: the packages whose tests

@@ -453,18 +453,26 @@ const tailReadWindow = time.Second
 // wait: they read older objects first, by when these would have been
 // pushed out of the cache, and copying them was 12% of the agent's CPU in
 // a closed-loop run whose consumer lagged. The object's parts are request
-// frames, recycled once the PUT is done, so the cache gets a copy of the
-// body (all of parts but the footer, which is last).
+// frames, recycled once the PUT is done, so the cache gets a copy of each
+// run (the parts are the body's batches, a run's back to back, then the
+// footer). One copy per run, not one of the body sliced up: the cache
+// charges each range its own bytes, and a range evicted later than its
+// neighbours would otherwise keep the whole body alive.
 //
 // It reports whether it cached the runs.
 func (b *batcher) writeThrough(key string, parts [][]byte, runs []storage.Run, now time.Time) bool {
 	if b.a.tailWaiting.Load() == 0 && now.Sub(time.Unix(0, b.a.tailReadAt.Load())) > tailReadWindow {
 		return false
 	}
-	cached := bytes.Join(parts[:len(parts)-1], nil) // not zeroed first, unlike slices.Concat
+	body := parts[:len(parts)-1]
 	for _, r := range runs {
-		end := r.Offset + r.Length
-		b.a.cache.Put(key, r.Offset, cached[r.Offset:end:end])
+		n, size := 0, int64(0)
+		for n < len(body) && size < r.Length {
+			size += int64(len(body[n]))
+			n++
+		}
+		b.a.cache.Put(key, r.Offset, bytes.Join(body[:n], nil)) // not zeroed first, unlike slices.Concat
+		body = body[n:]
 	}
 	return true
 }

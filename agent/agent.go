@@ -119,6 +119,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.bucket = &meteredBucket{Bucket: bucket, m: m}
 	a.peers = newPeerBucket(a, a.bucket)
 	a.cache = storage.NewCache(a.peers, cfg.CacheBytes)
+	m.registerCache(a.cache)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)

@@ -91,6 +91,28 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 	return m
 }
 
+// registerCache exports the read cache's counters: its hit rate is what
+// says whether consumers of old data cost object-store GETs.
+func (m *metrics) registerCache(c *storage.Cache) {
+	stat := func(f func(storage.CacheStats) int64) func() float64 {
+		return func() float64 { return float64(f(c.Stats())) }
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_cache_hits_total",
+			Help: "Read-cache look-ups that started no object-store GET: cached, or joined a GET in flight."},
+			stat(func(s storage.CacheStats) int64 { return s.Hits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_cache_misses_total",
+			Help: "Read-cache look-ups that started a GET (to the zone's owning agent or the object store)."},
+			stat(func(s storage.CacheStats) int64 { return s.Misses })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_cache_evictions_total",
+			Help: "Ranges dropped from the read cache to stay within its budget."},
+			stat(func(s storage.CacheStats) int64 { return s.Evictions })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_read_cache_bytes",
+			Help: "Bytes of the ranges the read cache holds."},
+			stat(func(s storage.CacheStats) int64 { return s.Bytes })),
+	)
+}
+
 func (m *metrics) observeRequest(key int16, d time.Duration) {
 	m.requestSeconds.WithLabelValues(strconv.Itoa(int(key))).Observe(d.Seconds())
 }

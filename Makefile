@@ -127,6 +127,14 @@ bench: build minio postgres nats-server
 	cat docs/bench/go-bench.txt
 	$(GO) run ./internal/bench/matrix --floe ./bin/floe --nats-server $(NATS_BIN) --out docs
 
+## bench-scale: many partitions and many clients (internal/bench/scale): a 10,000-partition topic,
+## 5,000 idle connections + 500 producers, 200 consumers of old ranges and a 10 GB cold catch-up from
+## MinIO beside raw GETs, on floe dev and on PostgreSQL + MinIO; figures in docs/scale.md
+.PHONY: bench-scale
+bench-scale: build minio postgres
+	mkdir -p docs/bench
+	$(GO) run ./internal/bench/scale --floe ./bin/floe --json docs/bench/scale.json
+
 ## compat: client compatibility only: franz-go's own kgo suite against floe dev and against two
 ## agents on PostgreSQL + MinIO, kafka-go's own suite against floe dev on 127.0.0.1:9092, and the
 ## client matrix (franz-go, sarama, kafka-go, kcat, kafkajs). make test runs these too.

@@ -2,10 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -92,7 +97,9 @@ func BenchmarkCreateTopic(b *testing.B) {
 
 // BenchmarkConcurrentCommits: see storetest.BenchConcurrentCommits. Each
 // simulated agent has a pool of one connection: an agent's commits are
-// serialised (flush order), so one is all its flushes use at a time.
+// serialised (flush order), or grouped into one transaction when several
+// arrive at once, so one is all its flushes use at a time. server-cpu-us
+// is the CPU of the PostgreSQL server's processes, from /proc.
 func BenchmarkConcurrentCommits(b *testing.B) {
 	srv := pgtest.Start(b)
 	storetest.BenchConcurrentCommits(b, func(b *testing.B) (metadata.Store, func() metadata.Store) {
@@ -114,5 +121,143 @@ func BenchmarkConcurrentCommits(b *testing.B) {
 			b.Cleanup(func() { s.Close() })
 			return s
 		}
-	})
+	}, serverCPU(b, srv.Port()))
+}
+
+// serverCPU returns a function reporting the CPU time used so far by the
+// PostgreSQL server listening on port: its postmaster, the children it
+// has reaped, and its live children (the backends). Nil when /proc does
+// not show the server.
+func serverCPU(b *testing.B, port int) func() time.Duration {
+	post := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) == "postgres" && slices.Contains(args, "-p") && slices.Contains(args, strconv.Itoa(port)) {
+			post, _ = strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		}
+	}
+	if post == 0 {
+		b.Logf("no postgres process on port %d in /proc: no server-cpu-us", port)
+		return nil
+	}
+	tick := time.Second / 100 // USER_HZ, 100 on Linux
+	return func() time.Duration {
+		var total time.Duration
+		procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, p := range procs {
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			// The fields after the command, which is in parentheses:
+			// state ppid ... utime(14) stime(15) cutime(16) cstime(17).
+			i := strings.LastIndexByte(string(raw), ')')
+			if i < 0 {
+				continue
+			}
+			f := strings.Fields(string(raw[i+1:]))
+			if len(f) < 15 {
+				continue
+			}
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			ppid, _ := strconv.Atoi(f[1])
+			n := 2 // utime and stime of a child
+			if pid == post {
+				n = 4 // and what its reaped children used
+			} else if ppid != post {
+				continue
+			}
+			for _, v := range f[11 : 11+n] {
+				t, _ := strconv.ParseInt(v, 10, 64)
+				total += time.Duration(t) * tick
+			}
+		}
+		return total
+	}
+}
+
+// TestGroupCommitFailureIsolated commits rounds of objects at the same
+// time through one store, so that they are grouped into one transaction,
+// one of each round under a key that is taken: that one must fail alone,
+// and every other keep dense offsets and count as one commit.
+func TestGroupCommitFailureIsolated(t *testing.T) {
+	srv := pgtest.Start(t)
+	s := open(t, srv)
+	ctx := context.Background()
+	tp, err := s.CreateTopic(ctx, "g", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOf := func(part int32, records int64) metadata.RunCommit {
+		return metadata.RunCommit{TopicID: tp.ID, Partition: part, ByteLength: 10 * records, Batches: 1, Records: records, MinTimestamp: 1, MaxTimestamp: 2}
+	}
+	if _, err := s.CommitObject(ctx, metadata.ObjectCommit{Key: "taken", Size: 10, AgentID: "a", Runs: []metadata.RunCommit{runOf(0, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, perRound = 30, 8
+	next := map[int32]int64{0: 1, 1: 0}
+	for round := range rounds {
+		type outcome struct {
+			runs []metadata.RunCommit
+			res  []metadata.RunResult
+			err  error
+		}
+		outs := make([]outcome, perRound)
+		var wg sync.WaitGroup
+		for i := range perRound {
+			key := fmt.Sprintf("r%d-%d", round, i)
+			if i == round%perRound {
+				key = "taken"
+			}
+			runs := []metadata.RunCommit{runOf(int32(i%2), int64(1+i)), runOf(1, 2)}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := s.CommitObject(ctx, metadata.ObjectCommit{Key: key, Size: 100, AgentID: "a", Runs: runs})
+				outs[i] = outcome{runs, res, err}
+			}()
+		}
+		wg.Wait()
+		// The runs' offsets, in offset order per partition, must tile the
+		// partitions with no gap and no overlap.
+		type placed struct{ base, end int64 }
+		got := map[int32][]placed{}
+		for i, o := range outs {
+			if i == round%perRound {
+				if o.err == nil {
+					t.Fatalf("round %d: commit under a taken key succeeded", round)
+				}
+				continue
+			}
+			if o.err != nil {
+				t.Fatalf("round %d: commit %d failed with its group: %v", round, i, o.err)
+			}
+			for j, r := range o.runs {
+				got[r.Partition] = append(got[r.Partition], placed{o.res[j].BaseOffset, o.res[j].BaseOffset + r.Records})
+			}
+		}
+		for p, ps := range got {
+			slices.SortFunc(ps, func(a, b placed) int { return int(a.base - b.base) })
+			for _, x := range ps {
+				if x.base != next[p] {
+					t.Fatalf("round %d: partition %d run at %d, want %d", round, p, x.base, next[p])
+				}
+				next[p] = x.end
+			}
+		}
+	}
+	for p, n := range next {
+		st, err := s.Partition(ctx, tp.ID, p)
+		if err != nil || st.NextOffset != n {
+			t.Fatalf("partition %d: %+v, %v; want next offset %d", p, st, err, n)
+		}
+	}
+	if c, err := s.CommitCount(ctx); err != nil || c != 1+rounds*(perRound-1) {
+		t.Fatalf("CommitCount %d, %v; want %d", c, err, 1+rounds*(perRound-1))
+	}
 }

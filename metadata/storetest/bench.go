@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,23 +146,43 @@ func BenchCreateTopic(b *testing.B, open func(b *testing.B) metadata.Store) {
 // shares: committers (simulated agents, each with a store handle of its
 // own, as each agent has its own connection pool) commit flushes of 16
 // partitions chosen at random out of 64 hot ones, plain or idempotent (two
-// producers per agent, sequences advancing per partition), all at once.
-// It reports commits/s over the whole run and the p50/p99 latency of one
-// commit. open returns the store of the first committer (a new, empty
-// database) and a function opening one more handle to the same database.
-func BenchConcurrentCommits(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store)) {
+// producers per flush in flight, sequences advancing per partition), all at
+// once. With inflight > 1 each agent has that many flushes committing at
+// once on its one handle (an agent's --flush-concurrency), each slot with
+// producers of its own: what a store's group commit can combine. The
+// offered= cases are open-loop: each agent flushes at a fixed interval,
+// its flushes waiting for each other as an agent's do, and a commit's
+// latency is counted from when its flush was due. It reports commits/s
+// (one per flush) over the whole run, the p50/p99
+// latency of one commit, and the CPU time per commit of this process
+// (client-cpu-us) and, when serverCPU is not nil, of the store's server
+// (server-cpu-us; serverCPU returns the CPU time it has used so far). open
+// returns the store of the first committer (a new, empty database) and a
+// function opening one more handle to the same database.
+func BenchConcurrentCommits(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store), serverCPU func() time.Duration) {
 	for _, idempotent := range []bool{false, true} {
-		for _, committers := range []int{1, 8, 32, 128} {
-			name := fmt.Sprintf("committers=%d", committers)
-			if idempotent {
-				name += "/idempotent"
-			}
-			b.Run(name, func(b *testing.B) { benchConcurrent(b, open, committers, idempotent) })
+		mode := "plain"
+		if idempotent {
+			mode = "idempotent"
 		}
+		for _, inflight := range []int{1, 4} {
+			for _, committers := range []int{1, 8, 32, 128} {
+				name := fmt.Sprintf("%s/inflight=%d/committers=%d", mode, inflight, committers)
+				b.Run(name, func(b *testing.B) { benchConcurrent(b, open, serverCPU, committers, inflight, 0, idempotent) })
+			}
+		}
+		// The goal's load, offered instead of closed-loop: 2,000 flushes/s
+		// (500 agents at a 250 ms interval) from 128 agents.
+		const agents, offered = 128, 2000
+		interval := time.Second * agents / offered
+		b.Run(fmt.Sprintf("%s/offered=%d/committers=%d", mode, offered, agents), func(b *testing.B) {
+			benchConcurrent(b, open, serverCPU, agents, 1, interval, idempotent)
+		})
 	}
 }
 
-func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store), committers int, idempotent bool) {
+func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store), serverCPU func() time.Duration,
+	committers, inflight int, interval time.Duration, idempotent bool) {
 	const hot, perFlush, producers, batchRecords, batchBytes = 64, 16, 2, 10, 10 * 1024
 	ctx := context.Background()
 	first, more := open(b)
@@ -169,47 +190,62 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 	if err != nil {
 		b.Fatal(err)
 	}
-	type committer struct {
+	// A slot is one flush in flight of one agent: its producers, their
+	// sequences and the latencies of its commits.
+	type slot struct {
 		s    metadata.Store
+		name string
 		pids []int64
 		seq  map[[2]int64]int32 // (pid, partition) → next sequence
 		rng  *rand.Rand
 		lat  []time.Duration
 	}
-	cs := make([]*committer, committers)
-	for i := range cs {
-		c := &committer{s: first, seq: map[[2]int64]int32{}, rng: rand.New(rand.NewPCG(uint64(i), 7))}
+	var slots []*slot
+	for i := range committers {
+		s := first
 		if i > 0 {
-			c.s = more()
+			s = more()
 		}
-		for range producers {
-			pid := int64(-1)
-			if idempotent {
-				if pid, _, err = c.s.(metadata.ProducerStore).InitProducerID(ctx, -1, -1); err != nil {
-					b.Fatal(err)
+		for j := range inflight {
+			sl := &slot{s: s, name: fmt.Sprintf("%d-%d", i, j), seq: map[[2]int64]int32{}, rng: rand.New(rand.NewPCG(uint64(i*inflight+j), 7))}
+			for range producers {
+				pid := int64(-1)
+				if idempotent {
+					if pid, _, err = s.(metadata.ProducerStore).InitProducerID(ctx, -1, -1); err != nil {
+						b.Fatal(err)
+					}
 				}
+				sl.pids = append(sl.pids, pid)
 			}
-			c.pids = append(c.pids, pid)
+			slots = append(slots, sl)
 		}
-		cs[i] = c
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, committers)
+	errs := make(chan error, len(slots))
 	b.ResetTimer()
+	var cpu0 time.Duration
+	if serverCPU != nil {
+		cpu0 = serverCPU()
+	}
+	self0 := selfCPU()
 	start := time.Now()
-	for ci, c := range cs {
+	for i, c := range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			due := start.Add(interval * time.Duration(i) / time.Duration(len(slots)))
 			for {
 				n := next.Add(1)
 				if n > int64(b.N) {
 					return
 				}
+				if interval > 0 {
+					time.Sleep(time.Until(due))
+				}
 				parts := c.rng.Perm(hot)[:perFlush]
 				slices.Sort(parts)
-				obj := metadata.ObjectCommit{Key: fmt.Sprintf("bench-%d-%d", ci, n), AgentID: fmt.Sprint("agent-", ci)}
+				obj := metadata.ObjectCommit{Key: fmt.Sprintf("bench-%s-%d", c.name, n), AgentID: "agent-" + c.name}
 				for _, p := range parts {
 					r := metadata.RunCommit{TopicID: tp.ID, Partition: int32(p), ByteOffset: obj.Size,
 						ByteLength: producers * batchBytes, Batches: producers, Records: producers * batchRecords,
@@ -227,6 +263,9 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 					obj.Size += r.ByteLength
 				}
 				t0 := time.Now()
+				if interval > 0 {
+					t0, due = due, due.Add(interval)
+				}
 				res, err := c.s.CommitObject(ctx, obj)
 				c.lat = append(c.lat, time.Since(t0))
 				if err == nil {
@@ -247,6 +286,11 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	self := selfCPU() - self0
+	var server time.Duration
+	if serverCPU != nil {
+		server = serverCPU() - cpu0
+	}
 	b.StopTimer()
 	select {
 	case err := <-errs:
@@ -254,11 +298,24 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 	default:
 	}
 	var lat []time.Duration
-	for _, c := range cs {
+	for _, c := range slots {
 		lat = append(lat, c.lat...)
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "commits/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-cpu-us")
+	if serverCPU != nil {
+		b.ReportMetric(float64(server.Microseconds())/float64(b.N), "server-cpu-us")
+	}
+}
+
+// selfCPU is the CPU time (user and system) this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -58,6 +58,10 @@ type Config struct {
 	// each source object, their sizes together this much, through which
 	// the merged object is streamed into its PUT (writeMerged).
 	MergeBufferBytes int64
+	// MaxRowBytes bounds the index rows a merge writes: contiguous source
+	// rows of a partition collapse into one row up to this size (see
+	// mergedRows), since fetches read a row whole.
+	MaxRowBytes int64
 	// KeyCompactMaxBytes skips key compaction of partitions whose dirty
 	// data is larger (it is done in memory).
 	KeyCompactMaxBytes int64
@@ -96,6 +100,7 @@ func DefaultConfig() Config {
 		TopicDefaults:      topicconfig.KafkaDefaults(),
 		KeyCompactMaxBytes: 256 << 20,
 		MergeBufferBytes:   64 << 20,
+		MaxRowBytes:        8 << 20,
 		DeleteBatch:        1000,
 	}
 }

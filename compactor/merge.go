@@ -72,7 +72,7 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 	if err != nil {
 		return err
 	}
-	newRows := mergedRows(rows, runs)
+	newRows := mergedRows(rows, runs, c.cfg.MaxRowBytes)
 	if err := p.step(ctx); err != nil {
 		return err
 	}
@@ -288,8 +288,13 @@ func copyRow(ctx context.Context, w *storage.StreamWriter, src *source, r metada
 // their bytes back to back. Source rows whose offsets are contiguous
 // collapse into one row; a gap (offsets of that partition in an object not
 // merged here) starts a new row, because the fetch path walks batches from
-// a row's base offset and must not walk across it.
-func mergedRows(rows []metadata.IndexEntry, runs []storage.Run) []metadata.IndexEntry {
+// a row's base offset and must not walk across it. So does a row that
+// would grow past maxRow bytes (0: no bound): readers take a row whole —
+// a fetch reads its bytes into the read cache and its answer, key
+// compaction and the Iceberg converter decode it — so rows stay about the
+// size of an agent's flush instead of a partition's whole share of a
+// merged object (up to --max-merge-bytes).
+func mergedRows(rows []metadata.IndexEntry, runs []storage.Run, maxRow int64) []metadata.IndexEntry {
 	var out []metadata.IndexEntry
 	ri := 0
 	for _, run := range runs {
@@ -299,7 +304,8 @@ func mergedRows(rows []metadata.IndexEntry, runs []storage.Run) []metadata.Index
 			ri++
 			if n := len(out); n > 0 {
 				last := &out[n-1]
-				if last.TopicID == r.TopicID && last.Partition == r.Partition && last.EndOffset == r.BaseOffset {
+				if last.TopicID == r.TopicID && last.Partition == r.Partition && last.EndOffset == r.BaseOffset &&
+					(maxRow <= 0 || last.ByteLength+r.ByteLength <= maxRow) {
 					last.EndOffset = r.EndOffset
 					last.ByteLength += r.ByteLength
 					last.Batches += r.Batches

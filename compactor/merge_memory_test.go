@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,5 +155,48 @@ func TestMergeOfBadBytesStoresNothing(t *testing.T) {
 	}
 	if got, _ := e.fetchAll(tp.ID, 0); !bytes.Equal(got, before) {
 		t.Fatal("partition 0 fetches other bytes after the failed merge")
+	}
+}
+
+// TestMergeBoundsRows: eight contiguous rows of one partition merge into
+// rows of at most MaxRowBytes (three source rows each here), not into one
+// row a fetch would have to read whole, and fetches return the same bytes.
+func TestMergeBoundsRows(t *testing.T) {
+	batch := producerBatch(rec{key: "k", value: strings.Repeat("v", 4<<10), ts: 1})
+	e := newEnv(t, func(c *Config) {
+		c.Plan.FanIn = 8
+		c.MaxRowBytes = 3 * int64(len(batch))
+	})
+	tp, err := e.store.CreateTopic(e.ctx, "t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		e.flush(tp.ID, map[int32][][]byte{0: {batch}})
+	}
+	before, _ := e.fetchAll(tp.ID, 0)
+	if err := e.c.merges(e.ctx, e.lease(jobMerge)); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := e.store.Objects(e.ctx, metadata.ObjectLive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 {
+		t.Fatalf("%d live objects after the merge, want 1", len(objs))
+	}
+	rows, err := e.store.ObjectRows(e.ctx, []string{objs[0].Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lengths []int64
+	for _, r := range rows {
+		lengths = append(lengths, r.ByteLength/int64(len(batch)))
+	}
+	if want := []int64{3, 3, 2}; !slices.Equal(lengths, want) {
+		t.Fatalf("merged rows hold %v batches, want %v", lengths, want)
+	}
+	if got, _ := e.fetchAll(tp.ID, 0); !bytes.Equal(got, before) {
+		t.Fatal("fetched bytes differ after merging")
 	}
 }

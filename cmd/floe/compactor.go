@@ -50,6 +50,7 @@ func (f *compactorFlags) register(fs *flag.FlagSet, prefix string) {
 		registerTopicDefaults(fs, &c.TopicDefaults)
 	}
 	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes` that key compaction rewrites (in memory)")
+	fs.Int64Var(&c.MaxRowBytes, prefix+"max-row-bytes", c.MaxRowBytes, "largest index row in `bytes` a merge writes (fetches read a row whole)")
 	fs.Int64Var(&c.MergeBufferBytes, prefix+"merge-buffer-bytes", c.MergeBufferBytes, "source `bytes` one merge holds at once: merged objects are streamed into their PUT through a window of each source")
 	fs.Float64Var(&c.PaceRatio, prefix+"pace", c.PaceRatio, "in floe dev, merges pause this many times each step's duration while the agent is producing (0: never)")
 }

@@ -16,45 +16,71 @@ import (
 const commitShards = 16
 
 // CommitObject implements metadata.Store. An object without producer ids
-// is one call of floe_commit_object: one statement in autocommit mode, so
-// one transaction and, once pgx has the statement prepared on the
-// connection, one round trip. An idempotent or transactional object needs
-// the producers' states and goes through commitChecked instead, a
-// transaction of several round trips.
+// is one call of floe_commit_objects (migrations/0013_group_commit.sql):
+// one statement in autocommit mode, so one transaction and, once pgx has
+// the statement prepared on the connection, one round trip. An idempotent
+// or transactional object needs the producers' states and goes through
+// commitChecked instead, a transaction of two round trips.
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
 	if err := obj.Validate(); err != nil {
 		return nil, err
 	}
-	if obj.Idempotent() {
-		res, err := s.commitChecked(ctx, obj)
-		if err != nil {
-			return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
-		}
-		return res, nil
-	}
-	n := len(obj.Runs)
-	var (
-		topics   = make([][]byte, n)
-		parts    = make([]int32, n)
-		offsets  = make([]int64, n)
-		lengths  = make([]int64, n)
-		batches  = make([]int32, n)
-		records  = make([]int64, n)
-		minTS    = make([]int64, n)
-		maxTS    = make([]int64, n)
-		shard    = rand.IntN(commitShards)
-		results  = make([]metadata.RunResult, n)
-		returned = 0
-	)
-	for i, r := range obj.Runs {
-		topics[i] = r.TopicID[:]
-		parts[i], offsets[i], lengths[i], batches[i] = r.Partition, r.ByteOffset, r.ByteLength, r.Batches
-		records[i], minTS[i], maxTS[i] = r.Records, r.MinTimestamp, r.MaxTimestamp
-	}
-	rows, err := s.pool.Query(ctx, `SELECT o_run, o_base FROM floe_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		obj.Key, obj.Size, obj.AgentID, shard, topics, parts, offsets, lengths, batches, records, minTS, maxTS)
+	res, err := s.commitObjects(ctx, []metadata.ObjectCommit{obj})
 	if err != nil {
 		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+	}
+	return res[0], nil
+}
+
+// commitObjects commits objs, already validated, in one transaction: each
+// object's runs get their offsets after those of the objects before it.
+// It returns each object's results, or an error when nothing was
+// committed.
+func (s *Store) commitObjects(ctx context.Context, objs []metadata.ObjectCommit) ([][]metadata.RunResult, error) {
+	for _, obj := range objs {
+		if obj.Idempotent() {
+			return s.commitChecked(ctx, objs)
+		}
+	}
+	return s.commitPlain(ctx, objs)
+}
+
+// commitPlain commits objects without producer ids in one call of
+// floe_commit_objects.
+func (s *Store) commitPlain(ctx context.Context, objs []metadata.ObjectCommit) ([][]metadata.RunResult, error) {
+	n := 0
+	for _, obj := range objs {
+		n += len(obj.Runs)
+	}
+	var (
+		keys     = make([]string, len(objs))
+		agents   = make([]string, len(objs))
+		sizes    = make([]int64, len(objs))
+		objects  = make([]int32, 0, n)
+		topics   = make([][]byte, 0, n)
+		parts    = make([]int32, 0, n)
+		offsets  = make([]int64, 0, n)
+		lengths  = make([]int64, 0, n)
+		batches  = make([]int32, 0, n)
+		records  = make([]int64, 0, n)
+		minTS    = make([]int64, 0, n)
+		maxTS    = make([]int64, 0, n)
+		flat     = make([]metadata.RunResult, n) // the results of all runs, in call order
+		returned = 0
+	)
+	for i, obj := range objs {
+		keys[i], sizes[i], agents[i] = obj.Key, obj.Size, obj.AgentID
+		for _, r := range obj.Runs {
+			objects = append(objects, int32(i+1))
+			topics, parts = append(topics, r.TopicID[:]), append(parts, r.Partition)
+			offsets, lengths, batches = append(offsets, r.ByteOffset), append(lengths, r.ByteLength), append(batches, r.Batches)
+			records, minTS, maxTS = append(records, r.Records), append(minTS, r.MinTimestamp), append(maxTS, r.MaxTimestamp)
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT o_run, o_base FROM floe_commit_objects($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		keys, sizes, agents, rand.IntN(commitShards), objects, topics, parts, offsets, lengths, batches, records, minTS, maxTS)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -63,33 +89,37 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 			base *int64
 		)
 		if err := rows.Scan(&run, &base); err != nil {
-			return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+			return nil, err
 		}
 		if run < 1 || run > int64(n) {
-			return nil, fmt.Errorf("commit object %s: function returned run %d of %d", obj.Key, run, n)
+			return nil, fmt.Errorf("function returned run %d of %d", run, n)
 		}
 		if base == nil {
-			results[run-1] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
+			flat[run-1] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
 		} else {
-			results[run-1] = metadata.RunResult{BaseOffset: *base}
+			flat[run-1] = metadata.RunResult{BaseOffset: *base}
 		}
 		returned++
 	}
 	// rows.Err reports a failure of the statement, and with it of the
 	// transaction; only then does the caller learn whether it committed.
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+		return nil, err
 	}
 	if returned != n {
-		return nil, fmt.Errorf("commit object %s: function returned %d results for %d runs", obj.Key, returned, n)
+		return nil, fmt.Errorf("function returned %d results for %d runs", returned, n)
 	}
-	// No batch was checked: each listed batch simply follows the previous.
-	for i, r := range obj.Runs {
-		if len(r.BatchList) > 0 && results[i].Err == nil {
-			results[i].Batches, _, _ = metadata.PlanRun(results[i].BaseOffset, r, nil)
+	out := make([][]metadata.RunResult, len(objs))
+	for i, obj := range objs {
+		out[i], flat = flat[:len(obj.Runs):len(obj.Runs)], flat[len(obj.Runs):]
+		// No batch was checked: each listed batch simply follows the previous.
+		for j, r := range obj.Runs {
+			if len(r.BatchList) > 0 && out[i][j].Err == nil {
+				out[i][j].Batches, _, _ = metadata.PlanRun(out[i][j].BaseOffset, r, nil)
+			}
 		}
 	}
-	return results, nil
+	return out, nil
 }
 
 // Lookup implements metadata.Store. A limit <= 0 means no entry-count limit.

@@ -5,9 +5,10 @@
 // PostgreSQL's dialect (shared.go); what is this package's own is the
 // commit, the fetch path's look-ups, the offset batches and the
 // migrations. A commit without producer ids is one call of the plpgsql
-// function floe_commit_object (see migrations/0001_init.sql): one
+// function floe_commit_objects (see migrations/0013_group_commit.sql): one
 // statement, one transaction, one round trip per flush; an idempotent or
-// transactional one is a transaction driven from Go (commitChecked). The
+// transactional one is a transaction of two round trips driven from Go
+// (commitChecked). The
 // look-ups send their two queries as one pgx batch. Times (created_at,
 // heartbeats, leases) come from the database clock, now(), so agents with
 // skewed clocks agree on liveness.

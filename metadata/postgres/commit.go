@@ -20,22 +20,36 @@ const commitShards = 16
 // one statement in autocommit mode, so one transaction and, once pgx has
 // the statement prepared on the connection, one round trip. An idempotent
 // or transactional object needs the producers' states and goes through
-// commitChecked instead, a transaction of two round trips.
+// commitChecked instead, a transaction of two round trips. Calls that
+// overlap are committed together, in one transaction (group commit,
+// metadata/internal/groupcommit): CommitCount still counts one commit per
+// object.
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
 	if err := obj.Validate(); err != nil {
 		return nil, err
 	}
-	res, err := s.commitObjects(ctx, []metadata.ObjectCommit{obj})
+	res, err := s.group.Commit(ctx, obj)
 	if err != nil {
 		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
 	}
-	return res[0], nil
+	return res, nil
 }
+
+// Group commit limits: the most objects, and runs, one transaction of
+// commitObjects holds. A group is what one agent's flushes in flight add
+// up to (--flush-concurrency, 4 by default), so the object limit is
+// rarely reached; the run limit keeps a transaction's locks and arrays
+// to what one large flush has.
+const (
+	maxGroupObjects = 64
+	maxGroupRuns    = 4096
+)
 
 // commitObjects commits objs, already validated, in one transaction: each
 // object's runs get their offsets after those of the objects before it.
 // It returns each object's results, or an error when nothing was
-// committed.
+// committed. It is the Store's groupcommit.CommitFunc: CommitObject calls
+// that overlap on one Store are committed together, one group at a time.
 func (s *Store) commitObjects(ctx context.Context, objs []metadata.ObjectCommit) ([][]metadata.RunResult, error) {
 	for _, obj := range objs {
 		if obj.Idempotent() {

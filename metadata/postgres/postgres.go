@@ -8,7 +8,8 @@
 // function floe_commit_objects (see migrations/0013_group_commit.sql): one
 // statement, one transaction, one round trip per flush; an idempotent or
 // transactional one is a transaction of two round trips driven from Go
-// (commitChecked). The
+// (commitChecked). Flushes of one agent committing at the same time share
+// one transaction (group commit, metadata/internal/groupcommit). The
 // look-ups send their two queries as one pgx batch. Times (created_at,
 // heartbeats, leases) come from the database clock, now(), so agents with
 // skewed clocks agree on liveness.
@@ -27,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"floe/metadata"
+	"floe/metadata/internal/groupcommit"
 	"floe/metadata/internal/sqlstore"
 	"floe/metadata/internal/sqlutil"
 )
@@ -43,7 +45,8 @@ const migrationLockKey int64 = 0x666c6f65_00000001
 type Store struct {
 	// Store holds the queries written once for both stores (sqlstore).
 	*sqlstore.Store
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	group *groupcommit.Committer // CommitObject's group commit
 }
 
 var _ metadata.Store = (*Store)(nil)
@@ -63,7 +66,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{Store: sqlstore.New(sqlDB{pool}, dialect{}, batches{pool}), pool: pool}, nil
+	s := &Store{Store: sqlstore.New(sqlDB{pool}, dialect{}, batches{pool}), pool: pool}
+	s.group = groupcommit.New(s.commitObjects, maxGroupObjects, maxGroupRuns)
+	return s, nil
 }
 
 // Close closes the pool, waiting for acquired connections to be released.

@@ -288,6 +288,9 @@ func (s *SharePartitionState) Acquire(now time.Time, member string, spans []Shar
 			last := min(sp.Last, end-1)
 			for o := first; o <= last && count < maxRecords; {
 				i := s.find(o)
+				if i >= len(s.Ranges) {
+					break // never for a window without holes
+				}
 				r := s.Ranges[i]
 				e := min(r.Last, last)
 				if r.State == ShareAvailable {

@@ -30,7 +30,10 @@ Consumer groups through the Kafka admin API, as kafka-consumer-groups.sh has
 them: list; describe shows each partition's committed offset, end offset, lag
 and owner; reset-offsets moves a group's committed offsets (refused while the
 group has members, as Kafka refuses it), printing the plan, and with
---dry-run only the plan. Client flags: --bootstrap, --sasl-mechanism,
+--dry-run only the plan. Share groups (KIP-932), as kafka-share-groups.sh has
+them: describe shows each share-partition's start offset, end offset and lag
+and the members with their assignments; reset-offsets moves the start
+offsets (AlterShareGroupOffsets). Client flags: --bootstrap, --sasl-mechanism,
 --sasl-username, --sasl-password, --sasl-token, --tls, --tls-ca, --tls-cert,
 --tls-key (see 'floe group list --help').
 `
@@ -84,6 +87,13 @@ func runGroup(args []string) error {
 		if *group == "" {
 			return errors.New("--group is required")
 		}
+		share, err := describeShareGroup(ctx, adm, *group)
+		if err != nil {
+			return err
+		}
+		if share != nil {
+			return printShareGroup(ctx, tw, adm, *share)
+		}
 		lags, err := adm.Lag(ctx, *group)
 		if err != nil {
 			return err
@@ -113,7 +123,20 @@ func runGroup(args []string) error {
 		if *group == "" {
 			return errors.New("--group is required")
 		}
-		plan, err := resetPlan(ctx, adm, *group, topics, *allTopics, resetTarget{
+		share, err := describeShareGroup(ctx, adm, *group)
+		if err != nil {
+			return err
+		}
+		var current kadm.Offsets
+		if share != nil {
+			current, err = shareGroupPositions(ctx, adm, *share)
+		} else {
+			current, err = consumerGroupPositions(ctx, adm, *group)
+		}
+		if err != nil {
+			return err
+		}
+		plan, err := resetPlan(ctx, adm, *group, current, topics, *allTopics, resetTarget{
 			earliest: *toEarliest, latest: *toLatest, datetime: *toDatetime, duration: *byDuration,
 			offset: *toOffset, shift: *shiftBy, shiftSet: isSet(fs, "shift-by"), offsetSet: isSet(fs, "to-offset"),
 		})
@@ -124,6 +147,16 @@ func runGroup(args []string) error {
 		plan.Each(func(o kadm.Offset) { fmt.Fprintf(tw, "%s\t%d\t%d\n", o.Topic, o.Partition, o.At) })
 		if *dryRun {
 			fmt.Fprintln(tw, "\n(dry run: nothing committed)")
+			return nil
+		}
+		if share != nil {
+			resps, err := adm.AlterShareGroupOffsets(ctx, *group, plan)
+			if err != nil {
+				return err
+			}
+			if err := resps.Error(); err != nil {
+				return fmt.Errorf("alter share group offsets: %w (a share group with members refuses it: stop its consumers first)", err)
+			}
 			return nil
 		}
 		resps, err := adm.CommitOffsets(ctx, *group, plan)
@@ -155,22 +188,74 @@ type resetTarget struct {
 	offsetSet, shiftSet bool
 }
 
-// resetPlan computes the new offsets of a reset, after checking that the
-// group has no members (as kafka-consumer-groups.sh does: a live member
-// would commit over the reset).
-func resetPlan(ctx context.Context, adm *kadm.Client, group string, topicArgs []string, all bool, to resetTarget) (kadm.Offsets, error) {
-	n := 0
-	for _, b := range []bool{to.earliest, to.latest, to.datetime != "", to.duration > 0, to.offsetSet, to.shiftSet} {
-		if b {
-			n++
+// describeShareGroup returns the share group named group, or nil when it is
+// no share group (a consumer group, or none yet).
+func describeShareGroup(ctx context.Context, adm *kadm.Client, group string) (*kadm.DescribedShareGroup, error) {
+	ds, err := adm.DescribeShareGroups(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := ds[group]
+	if !ok || d.Err != nil || d.GroupState == "Dead" {
+		return nil, nil // GROUP_ID_NOT_FOUND: not a share group
+	}
+	return &d, nil
+}
+
+// printShareGroup prints what kafka-share-groups.sh --describe and
+// --members print: each share-partition's start offset, end offset and
+// lag, then the members and what each is assigned.
+func printShareGroup(ctx context.Context, tw *tabwriter.Writer, adm *kadm.Client, g kadm.DescribedShareGroup) error {
+	offs, err := adm.DescribeShareGroupOffsets(ctx, g.GroupID)
+	if err != nil {
+		return err
+	}
+	o := offs[g.GroupID]
+	if o.Err != nil {
+		return o.Err
+	}
+	topics := g.AssignedPartitions().Topics()
+	o.Offsets.Each(func(so kadm.ShareOffset) {
+		if !slices.Contains(topics, so.Topic) {
+			topics = append(topics, so.Topic)
 		}
+	})
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil && len(topics) > 0 {
+		return err
 	}
-	if n != 1 {
-		return nil, errors.New("give exactly one of --to-earliest, --to-latest, --to-datetime, --by-duration, --to-offset, --shift-by")
+	fmt.Fprintf(tw, "GROUP %s  TYPE share  STATE %s  MEMBERS %d\n\n", g.GroupID, g.GroupState, len(g.Members))
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTART-OFFSET\tLOG-END-OFFSET\tLAG")
+	for _, so := range o.Offsets.Sorted() {
+		start, end, lag := "-", "-", "-"
+		if so.Err == nil && so.StartOffset >= 0 {
+			start = strconv.FormatInt(so.StartOffset, 10)
+		}
+		if e, ok := ends.Lookup(so.Topic, so.Partition); ok && e.Err == nil {
+			end = strconv.FormatInt(e.Offset, 10)
+		}
+		if so.Lag >= 0 {
+			lag = strconv.FormatInt(so.Lag, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", so.Topic, so.Partition, start, end, lag)
 	}
-	if (len(topicArgs) > 0) == all {
-		return nil, errors.New("give --topic (one or more) or --all-topics")
+	fmt.Fprintln(tw, "\nCONSUMER-ID\tHOST\tCLIENT-ID\tASSIGNMENT")
+	for _, m := range g.Members {
+		var parts []string
+		for _, tp := range m.Assignment.Sorted() {
+			for _, p := range tp.Partitions {
+				parts = append(parts, fmt.Sprintf("%s:%d", tp.Topic, p))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientHost, m.ClientID, strings.Join(parts, ","))
 	}
+	return nil
+}
+
+// consumerGroupPositions returns a consumer group's committed offsets,
+// after checking that the group has no members (as
+// kafka-consumer-groups.sh does: a live member would commit over a reset).
+func consumerGroupPositions(ctx context.Context, adm *kadm.Client, group string) (kadm.Offsets, error) {
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return nil, err
@@ -187,10 +272,55 @@ func resetPlan(ctx context.Context, adm *kadm.Client, group string, topicArgs []
 	if err != nil {
 		return nil, err
 	}
+	if err := committed.Error(); err != nil {
+		return nil, err
+	}
+	return committed.Offsets(), nil
+}
+
+// shareGroupPositions returns a share group's share-partition start
+// offsets, after checking that it has no members (kafka-share-groups.sh
+// refuses a reset then, and so does AlterShareGroupOffsets).
+func shareGroupPositions(ctx context.Context, adm *kadm.Client, g kadm.DescribedShareGroup) (kadm.Offsets, error) {
+	if len(g.Members) > 0 {
+		return nil, fmt.Errorf("share group %s is %s with %d member(s): offsets can only be reset while it has none", g.GroupID, g.GroupState, len(g.Members))
+	}
+	offs, err := adm.DescribeShareGroupOffsets(ctx, g.GroupID)
+	if err != nil {
+		return nil, err
+	}
+	o := offs[g.GroupID]
+	if o.Err != nil {
+		return nil, o.Err
+	}
+	current := kadm.Offsets{}
+	o.Offsets.Each(func(so kadm.ShareOffset) {
+		if so.Err == nil && so.StartOffset >= 0 {
+			current.Add(kadm.Offset{Topic: so.Topic, Partition: so.Partition, At: so.StartOffset, LeaderEpoch: -1})
+		}
+	})
+	return current, nil
+}
+
+// resetPlan computes the new offsets of a reset from the group's current
+// ones (committed offsets, or share-partition start offsets).
+func resetPlan(ctx context.Context, adm *kadm.Client, group string, current kadm.Offsets, topicArgs []string, all bool, to resetTarget) (kadm.Offsets, error) {
+	n := 0
+	for _, b := range []bool{to.earliest, to.latest, to.datetime != "", to.duration > 0, to.offsetSet, to.shiftSet} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, errors.New("give exactly one of --to-earliest, --to-latest, --to-datetime, --by-duration, --to-offset, --shift-by")
+	}
+	if (len(topicArgs) > 0) == all {
+		return nil, errors.New("give --topic (one or more) or --all-topics")
+	}
 	// The partitions to reset.
 	want := map[string][]int32{} // nil: every partition
 	if all {
-		committed.Each(func(o kadm.OffsetResponse) { want[o.Topic] = nil })
+		current.Each(func(o kadm.Offset) { want[o.Topic] = nil })
 	}
 	for _, arg := range topicArgs {
 		topic, parts, hasParts := strings.Cut(arg, ":")
@@ -260,8 +390,8 @@ func resetPlan(ctx context.Context, adm *kadm.Client, group string, topicArgs []
 		case to.offsetSet:
 			o = clamp(to.offset)
 		case to.shiftSet:
-			c, ok := committed.Lookup(e.Topic, e.Partition)
-			if !ok || c.Err != nil {
+			c, ok := current.Lookup(e.Topic, e.Partition)
+			if !ok {
 				perr = fmt.Errorf("%s/%d has no committed offset to shift", e.Topic, e.Partition)
 				return
 			}

@@ -78,6 +78,9 @@ func (a *Agent) handleShareGroupHeartbeat(ctx context.Context, r *request) (kmsg
 		e.sg.Configure(cfg)
 		resp.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
 		res = e.sg.Heartbeat(now, hr, counts)
+		if res.Err == 0 && req.MemberEpoch == -1 {
+			a.coord.releaseShareMembers(ctx, e.id, []string{req.MemberID})
+		}
 	}); code != nil {
 		return fail(code)
 	}

@@ -271,7 +271,9 @@ func (c *coordinator) tick(ctx context.Context, e *groupEntry, now time.Time) {
 			e.cg.Tick(now, counts)
 		}
 		if err == nil && e.sg != nil {
-			e.sg.Tick(now, counts)
+			if gone := e.sg.Tick(now, counts); len(gone) > 0 {
+				c.releaseShareMembers(ctx, e.id, gone)
+			}
 		}
 	}
 	c.persist(ctx, e)

@@ -413,3 +413,30 @@ func TestShareFetchReadCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestShareLeaveReleases checks that a member leaving the group has the
+// records it holds released at once, not when their 30 s locks end.
+func TestShareLeaveReleases(t *testing.T) {
+	f := newShareFixture(t)
+	hb := func(member string, epoch int32) {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch = "sg", member, epoch
+		if epoch == 0 {
+			req.SubscribedTopicNames = []string{"q"}
+		}
+		resp, err := req.RequestWith(context.Background(), f.cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat %s at %d: %v %+v", member, epoch, err, resp)
+		}
+	}
+	hb("leaver", 0)
+	held := acquired(t, f.fetch(t, "leaver", 0, 3, []int32{0}, nil))[0]
+	if want := []metadata.AcquiredRange{{First: 0, Last: 2, Deliveries: 1}}; !reflect.DeepEqual(held, want) {
+		t.Fatalf("acquired %+v, want %+v", held, want)
+	}
+	hb("leaver", -1)
+	got := acquired(t, f.fetch(t, "stayer", 0, 3, []int32{0}, nil))[0]
+	if want := []metadata.AcquiredRange{{First: 0, Last: 2, Deliveries: 2}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the holder left: %+v, want %+v", got, want)
+	}
+}

@@ -203,18 +203,19 @@ func (g *ShareGroup) assign(topics map[string]int32) {
 	}
 }
 
-// Tick removes members whose session expired.
-func (g *ShareGroup) Tick(now time.Time, topics map[string]int32) {
-	gone := false
+// Tick removes members whose session expired and returns their ids.
+func (g *ShareGroup) Tick(now time.Time, topics map[string]int32) []string {
+	var gone []string
 	for _, id := range g.memberIDs() {
 		if !now.Before(g.members[id].deadline) {
 			delete(g.members, id)
-			gone = true
+			gone = append(gone, id)
 		}
 	}
-	if gone {
+	if len(gone) > 0 {
 		g.assign(topics)
 	}
+	return gone
 }
 
 // ShareMemberDescription is one member in ShareGroupDescribe.

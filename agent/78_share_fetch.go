@@ -16,7 +16,9 @@ package agent
 // holds the batches and the AcquiredRecords ranges with their delivery
 // counts; control batches and aborted transactions' batches are archived,
 // never acquired. With nothing acquired, it waits up to MaxWaitMillis as a
-// Fetch does. Any agent serves any partition: no NOT_LEADER answers.
+// Fetch does. Acquired ranges are cut at BatchSize offsets in the
+// batch-optimized acquire mode (KIP-1206). Any agent serves any partition:
+// no NOT_LEADER answers.
 // READ on the group and on every topic.
 
 import (
@@ -198,9 +200,17 @@ func (a *Agent) handleShareFetch(ctx context.Context, r *request) (kmsg.Response
 			sp.AcknowledgeErrorCode = p.ackCode
 			sp.Records = records[p.key]
 			for _, ar := range p.acquired {
-				rec := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-				rec.FirstOffset, rec.LastOffset, rec.DeliveryCount = ar.First, ar.Last, ar.Deliveries
-				sp.AcquiredRecords = append(sp.AcquiredRecords, rec)
+				// KIP-1206's batch-optimized mode: ranges of at most
+				// BatchSize offsets.
+				step := ar.Last - ar.First + 1
+				if req.ShareAcquireMode == 0 && req.BatchSize > 0 {
+					step = int64(req.BatchSize)
+				}
+				for f := ar.First; f <= ar.Last; f += step {
+					rec := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+					rec.FirstOffset, rec.LastOffset, rec.DeliveryCount = f, min(f+step-1, ar.Last), ar.Deliveries
+					sp.AcquiredRecords = append(sp.AcquiredRecords, rec)
+				}
 			}
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, sp)

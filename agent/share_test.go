@@ -440,3 +440,25 @@ func TestShareLeaveReleases(t *testing.T) {
 		t.Fatalf("after the holder left: %+v, want %+v", got, want)
 	}
 }
+
+// TestShareFetchBatchSize checks KIP-1206's batch-optimized mode: the
+// acquired ranges come cut at BatchSize offsets.
+func TestShareFetchBatchSize(t *testing.T) {
+	f := newShareFixture(t)
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID = kmsg.StringPtr("sg"), kmsg.StringPtr("m")
+	req.MaxRecords, req.BatchSize, req.MaxBytes = 10, 4, 1<<20
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = f.topic.ID
+	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), f.cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []metadata.AcquiredRange{{First: 0, Last: 3, Deliveries: 1}, {First: 4, Last: 7, Deliveries: 1}, {First: 8, Last: 9, Deliveries: 1}}
+	if got := acquired(t, resp)[0]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %+v, want %+v", got, want)
+	}
+}

@@ -21,6 +21,7 @@ KGO_TEST      := $(KGO_DIR)/kgo.test
 # Tests use real servers; never let the AWS SDK probe the cloud metadata address.
 export AWS_EC2_METADATA_DISABLED := true
 export FLOE_MINIO_BIN := $(MINIO_BIN)
+export FLOE_NATS_BIN := $(NATS_BIN)
 export FLOE_HELM_BIN := $(HELM_BIN)
 export FLOE_KGO_TEST_BIN := $(KGO_TEST)
 export FLOE_KGO_SRC = $(shell $(GO) env GOMODCACHE)/github.com/twmb/franz-go@$(FRANZ_VERSION)/pkg/kgo

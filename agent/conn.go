@@ -21,8 +21,8 @@ import (
 
 // connBufSize is the size of each connection's read and write buffers:
 // enough to batch small requests and answers; large frames and record sets
-// bypass them. They are per connection, so they bound what an idle
-// connection costs.
+// bypass them. The read buffer is per connection; the write buffer is
+// taken from a pool only while answers are being written (writers).
 const connBufSize = 16 << 10
 
 // conn is one client connection. One reader goroutine (serve) decodes
@@ -471,19 +471,41 @@ func (c *conn) run(r *request, f *inflight) {
 	}
 }
 
+// writers are the connections' write buffers. A connection holds one only
+// while it has answers to write: thousands of idle connections (or
+// consumers waiting in a long poll) then cost no buffer each.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, connBufSize) }}
+
 func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, connBufSize)
+	var bw *bufio.Writer // from writers while answers are being written
 	var buf []byte
 	var parts [][]byte
 	broken := false
 	flush := func() {
-		if !broken && bw.Buffered() > 0 {
+		if bw != nil && !broken && bw.Buffered() > 0 {
 			if err := bw.Flush(); err != nil {
 				broken = true
 				c.close()
 			}
 		}
 	}
+	// idle flushes and gives back what the writer holds between answers:
+	// its write buffer, and a scratch grown past the buffer's size by one
+	// large answer (a Metadata of thousands of partitions), which would
+	// otherwise stay with the connection for its life.
+	idle := func() {
+		flush()
+		if bw != nil {
+			bw.Reset(nil)
+			writers.Put(bw)
+			bw = nil
+			c.a.metrics.writeBuffers.Dec()
+		}
+		if cap(buf) > connBufSize {
+			buf = nil
+		}
+	}
+	defer idle()
 	for {
 		// Answers written so far go out before the writer waits, for the
 		// next request or for the next answer: a pipelined answer must not
@@ -493,7 +515,7 @@ func (c *conn) writeLoop() {
 		select {
 		case f, ok = <-c.queue:
 		default:
-			flush()
+			idle()
 			f, ok = <-c.queue
 		}
 		if !ok {
@@ -502,7 +524,7 @@ func (c *conn) writeLoop() {
 		select {
 		case <-f.done:
 		default:
-			flush()
+			idle() // a long-polling fetch may wait for seconds
 			<-f.done
 		}
 		// The request no longer needs its frame once answered (produce
@@ -510,13 +532,20 @@ func (c *conn) writeLoop() {
 		f.frame.unref()
 		c.lastWrite.Store(time.Now().UnixNano())
 		c.inFlight.Add(-1)
+		if bw == nil {
+			bw = writers.Get().(*bufio.Writer)
+			bw.Reset(c.nc)
+			c.a.metrics.writeBuffers.Inc()
+		}
 		buf, parts = c.writeAnswer(bw, buf, parts, f, &broken)
+		// The parts point into the answer's record data (read-cache
+		// ranges, fetch buffers): written, they must not keep it alive.
+		clear(parts[:cap(parts)])
 		// The answer's bytes are written (or never will be).
 		if f.answer != nil {
 			f.answer.release(f.resp, f.fetchHeld)
 		}
 	}
-	flush()
 }
 
 // writeAnswer writes f's answer, or closes the connection for an answer

@@ -28,8 +28,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -137,12 +139,12 @@ func run() error {
 	flag.IntVar(&o.idleConns, "idle-connections", 5_000, "idle connections of the connections scenario")
 	flag.IntVar(&o.producers, "producers", 500, "active producers (one client each) of the connections scenario")
 	flag.DurationVar(&o.produceFor, "produce-for", 30*time.Second, "how long the connections scenario's producers send")
-	flag.Int64Var(&o.oldBytes, "old-bytes", 10<<30, "bytes produced for the old-reads scenario (read back whole by the catch-up consumer)")
+	flag.Int64Var(&o.oldBytes, "old-bytes", 10e9, "bytes produced for the old-reads scenario (read back whole by the catch-up consumer)")
 	flag.IntVar(&o.readers, "readers", 200, "consumers of the old-reads scenario, each on its own offset range")
 	flag.Int64Var(&o.readerBytes, "reader-bytes", 8<<20, "bytes each of those consumers reads")
 	flag.DurationVar(&o.rawGetFor, "raw-get-for", 15*time.Second, "how long each raw GET concurrency runs")
-	flag.Int64Var(&o.minFreeDisk, "min-free-disk", 20<<30, "if producing -old-bytes would leave less free disk than this, produce -fallback-bytes instead")
-	flag.Int64Var(&o.fallbackBytes, "fallback-bytes", 4<<30, "what old-reads produces when the disk is short")
+	flag.Int64Var(&o.minFreeDisk, "min-free-disk", 20e9, "if producing -old-bytes would leave less free disk than this, produce -fallback-bytes instead")
+	flag.Int64Var(&o.fallbackBytes, "fallback-bytes", 4e9, "what old-reads produces when the disk is short")
 	flag.Parse()
 	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 
@@ -168,7 +170,10 @@ func run() error {
 		return err
 	}
 
-	ctx := context.Background()
+	// Interrupted, the scenarios fail on a cancelled context and every
+	// process started is stopped on the way out.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var results []*result
 	for _, sc := range strings.Split(*scenarios, ",") {
 		var storeList []string

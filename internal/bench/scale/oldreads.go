@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -70,7 +71,9 @@ func (e *env) fill(ctx context.Context, spec agentSpec, r *result, perPartition 
 	r.Command = p.command
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DefaultProduceTopic(oldTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(256<<20), kgo.MaxProduceRequestsInflightPerBroker(16))
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(256<<20),
+		// Random values, uncompressed: the bytes in MinIO are the bytes produced.
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return err
 	}
@@ -79,6 +82,7 @@ func (e *env) fill(ctx context.Context, spec agentSpec, r *result, perPartition 
 		return fmt.Errorf("create topic: %v %v", err, res.Err)
 	}
 	value := make([]byte, oldRecordSize)
+	crand.Read(value)
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"floe/kafkaproto"
 	"floe/metadata"
@@ -29,8 +30,8 @@ const (
 // Kafka's cleaner picks logs.
 //
 // A pass rewrites the partition's whole log below the high watermark read
-// at its start, in memory (partitions larger than KeyCompactMaxBytes are
-// skipped with a warning): for each key only the record with the highest
+// at its start, in memory (partitions larger than KeyCompactMaxBytes, as
+// stored or decoded, are skipped with a warning): for each key only the record with the highest
 // offset survives; a surviving tombstone (null value) is dropped once its
 // timestamp is older than delete.retention.ms (Kafka counts from when the
 // cleaner first saw it; floe uses the record's timestamp). Records without
@@ -141,6 +142,7 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 		return nil
 	}
 	recs := make([][]keptRecord, len(rows)) // per source row, in offset order
+	var decoded int64
 	latest := map[string]int64{}
 	var last int64 = -1
 	for i, r := range rows {
@@ -150,6 +152,15 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 		}
 		if recs[i], err = rowRecords(r, data); err != nil {
 			return err // an *unreadableError: keyCompaction skips the partition
+		}
+		// The decoded records are held beside the stored bytes, and
+		// compressed batches decode to many times their size: past the
+		// same bound the partition is skipped, so that the pass holds at
+		// most the stored bytes, the records and the output (a subset of
+		// them), three times KeyCompactMaxBytes.
+		if decoded += decodedSize(recs[i]); decoded > c.cfg.KeyCompactMaxBytes {
+			c.log.Warn("partition too large to key-compact in memory", "topic", t.Name, "partition", p.Partition, "bytes", total, "decoded_bytes_over", decoded)
+			return nil
 		}
 		for _, k := range recs[i] {
 			if k.rec.Key != nil {
@@ -246,6 +257,19 @@ func rowRecords(r metadata.IndexEntry, data []byte) ([]keptRecord, error) {
 		return nil, unreadable(r, fmt.Errorf("batches end at %d", end))
 	}
 	return out, nil
+}
+
+// decodedSize is the memory recs hold: their structs and the bytes of
+// their keys, values and headers.
+func decodedSize(recs []keptRecord) int64 {
+	n := int64(len(recs)) * int64(unsafe.Sizeof(keptRecord{}))
+	for _, k := range recs {
+		n += int64(len(k.rec.Key) + len(k.rec.Value))
+		for _, h := range k.rec.Headers {
+			n += int64(unsafe.Sizeof(h)) + int64(len(h.Key)+len(h.Value))
+		}
+	}
+	return n
 }
 
 // rowBuilder lays surviving records out as batches and index rows. Within

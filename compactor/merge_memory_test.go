@@ -3,6 +3,7 @@ package compactor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -198,5 +199,46 @@ func TestMergeBoundsRows(t *testing.T) {
 	}
 	if got, _ := e.fetchAll(tp.ID, 0); !bytes.Equal(got, before) {
 		t.Fatal("fetched bytes differ after merging")
+	}
+}
+
+// TestKeyCompactionBoundsDecodedRecords: a partition whose stored bytes fit
+// KeyCompactMaxBytes but whose decoded records do not (many tiny records,
+// each a struct of some hundred bytes once decoded) is skipped, with a
+// warning, rather than held in memory; with a bound above both it is
+// compacted.
+func TestKeyCompactionBoundsDecodedRecords(t *testing.T) {
+	e := newEnv(t, nil)
+	logs := e.logTo()
+	tp, err := e.store.CreateTopic(e.ctx, "kc", 1, map[string]string{"cleanup.policy": "compact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for i := range 20 {
+		var recs []rec
+		for j := range 50 {
+			recs = append(recs, rec{key: fmt.Sprint(j % 10), value: fmt.Sprint(i), ts: 1})
+		}
+		b := producerBatch(recs...)
+		stored += int64(len(b))
+		e.flush(tp.ID, map[int32][][]byte{0: {b}})
+	}
+	e.c.cfg.KeyCompactMaxBytes = 2 * stored
+	if err := e.c.keyCompaction(e.ctx, e.lease(jobCompact)); err != nil {
+		t.Fatal(err)
+	}
+	if _, recs := e.fetchAll(tp.ID, 0); len(recs) != 1000 {
+		t.Fatalf("%d records after a pass over a partition too large decoded, want all 1000", len(recs))
+	}
+	if !strings.Contains(logs.String(), "decoded_bytes_over") {
+		t.Fatalf("no warning of the skipped partition; logs:\n%s", logs)
+	}
+	e.c.cfg.KeyCompactMaxBytes = 100 * stored
+	if err := e.c.keyCompaction(e.ctx, e.lease(jobCompact)); err != nil {
+		t.Fatal(err)
+	}
+	if _, recs := e.fetchAll(tp.ID, 0); len(recs) != 10 {
+		t.Fatalf("%d records after compaction, want one per key (10)", len(recs))
 	}
 }

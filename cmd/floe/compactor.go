@@ -49,7 +49,7 @@ func (f *compactorFlags) register(fs *flag.FlagSet, prefix string) {
 		// compactor both (agentFlags.register).
 		registerTopicDefaults(fs, &c.TopicDefaults)
 	}
-	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes` that key compaction rewrites (in memory)")
+	fs.Int64Var(&c.KeyCompactMaxBytes, prefix+"key-compact-max-bytes", c.KeyCompactMaxBytes, "largest partition in `bytes`, as stored and as decoded, that key compaction rewrites (in memory, holding up to three times this)")
 	fs.Int64Var(&c.MaxRowBytes, prefix+"max-row-bytes", c.MaxRowBytes, "largest index row in `bytes` a merge writes (fetches read a row whole)")
 	fs.Int64Var(&c.MergeBufferBytes, prefix+"merge-buffer-bytes", c.MergeBufferBytes, "source `bytes` one merge holds at once: merged objects are streamed into their PUT through a window of each source")
 	fs.Float64Var(&c.PaceRatio, prefix+"pace", c.PaceRatio, "in floe dev, merges pause this many times each step's duration while the agent is producing (0: never)")
@@ -173,9 +173,9 @@ func devCompactorFlags() *compactorFlags {
 	f.cfg.Grace = time.Minute
 	f.cfg.Plan.MaxWait = time.Minute
 	// A laptop's memory: 16 MiB of merge windows, key compaction of
-	// partitions up to 32 MiB (memlimit.go).
+	// partitions up to 16 MiB (48 MiB held; memlimit.go).
 	f.cfg.MergeBufferBytes = 16 << 20
-	f.cfg.KeyCompactMaxBytes = 32 << 20
+	f.cfg.KeyCompactMaxBytes = 16 << 20
 	// Beside a busy agent, merges take at most a quarter of a core.
 	f.cfg.PaceRatio = 3
 	return f

@@ -134,11 +134,13 @@ func (f *icebergFlags) memoryBudgets() []agent.MemoryBudget {
 }
 
 // memoryBudgets are a compactor's: the windows of one merge (merges run
-// one at a time) and the dirty data of the partition key compaction
-// rewrites in memory. Flags are named with floe dev's prefix, or none.
+// one at a time) and what key compaction holds of the partition it
+// rewrites in memory (three times --key-compact-max-bytes: the stored
+// bytes, the decoded records and the output, each at most that). Flags are named with floe dev's prefix, or none.
 func (f *compactorFlags) memoryBudgets(prefix string) []agent.MemoryBudget {
 	return []agent.MemoryBudget{
 		{Name: "merges", Flag: prefix + "merge-buffer-bytes", Bytes: f.cfg.MergeBufferBytes},
-		{Name: "key compaction", Flag: prefix + "key-compact-max-bytes", Bytes: f.cfg.KeyCompactMaxBytes},
+		// The stored bytes, their decoded records and the output.
+		{Name: "key compaction", Flag: prefix + "key-compact-max-bytes", Bytes: 3 * f.cfg.KeyCompactMaxBytes},
 	}
 }

@@ -101,7 +101,7 @@ func (a *Agent) handleShareFetch(ctx context.Context, r *request) (kmsg.Response
 	if closing {
 		session, code = a.coord.shares.closeSession(group, member)
 	} else {
-		session, code = a.coord.shares.openSession(group, member, req.ShareSessionEpoch, add, forget)
+		session, code = a.coord.shares.openSession(r.c, group, member, req.ShareSessionEpoch, add, forget)
 	}
 	if code != nil {
 		return fail(code)

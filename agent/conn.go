@@ -155,6 +155,7 @@ func (c *conn) serve() {
 	close(c.queue)
 	<-writerDone
 	c.close()
+	c.a.coord.shares.connClosed(c)
 }
 
 func (c *conn) readLoop() {

@@ -8,7 +8,8 @@ package agent
 // of its partitions (acknowledgements, releases and acquisitions
 // together). What an agent keeps itself is soft: the share sessions of the
 // members fetching from it (epochs and partition sets, as KIP-932 fetch
-// sessions; a member whose session is lost starts a new one) and the
+// sessions, ended with the connection that opened them; a member whose
+// session is lost starts a new one) and the
 // share groups' configs, read again after TopicCacheTTL.
 
 import (
@@ -39,6 +40,7 @@ type shareSessionKey struct{ group, member string }
 type shareSession struct {
 	epoch int32
 	parts []metadata.ShareKey
+	c     *conn // the connection that opened it: its close ends the session
 }
 
 // shares is the agent's share sessions and cached share-group configs.
@@ -96,7 +98,7 @@ func (s *shares) configsChanged(group string) {
 // add and removes forget. The session's epoch moves on at once (as
 // Kafka's share session cache does when it takes a request). It returns
 // the session's partitions.
-func (s *shares) openSession(group, member string, epoch int32, add, forget []metadata.ShareKey) ([]metadata.ShareKey, *kerr.Error) {
+func (s *shares) openSession(c *conn, group, member string, epoch int32, add, forget []metadata.ShareKey) ([]metadata.ShareKey, *kerr.Error) {
 	k := shareSessionKey{group, member}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,7 +108,7 @@ func (s *shares) openSession(group, member string, epoch int32, add, forget []me
 		if len(s.sessions) >= maxShareSessions {
 			return nil, kerr.ShareSessionLimitReached
 		}
-		sess = &shareSession{}
+		sess = &shareSession{c: c}
 		s.sessions[k] = sess
 	} else {
 		if sess == nil {
@@ -156,8 +158,50 @@ func (s *shares) checkSession(group, member string, epoch int32) *kerr.Error {
 	if epoch == 0 {
 		return kerr.InvalidShareSessionEpoch
 	}
-	_, err := s.openSession(group, member, epoch, nil, nil)
+	_, err := s.openSession(nil, group, member, epoch, nil, nil)
 	return err
+}
+
+// connClosed ends the share sessions c opened and releases the records
+// their members hold in the sessions' partitions, as Kafka does when a
+// share consumer's connection closes: another member gets them without
+// waiting for the locks to expire. One store transaction per session; a
+// failure leaves the locks to expire.
+func (s *shares) connClosed(c *conn) {
+	type ended struct {
+		k     shareSessionKey
+		parts []metadata.ShareKey
+	}
+	var gone []ended
+	s.mu.Lock()
+	for k, sess := range s.sessions {
+		if sess.c == c {
+			gone = append(gone, ended{k, sess.parts})
+			delete(s.sessions, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range gone {
+		if len(e.parts) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		set, err := s.settings(ctx, e.k.group)
+		if err == nil {
+			err = s.a.store.UpdateShares(ctx, e.k.group, e.parts, func(_ time.Time, states map[metadata.ShareKey]*metadata.SharePartitionState) error {
+				for _, st := range states {
+					if st != nil {
+						st.ReleaseMember(e.k.member, set.limits)
+					}
+				}
+				return nil
+			})
+		}
+		cancel()
+		if err != nil {
+			s.a.log.Warn("release records of a closed share session failed", "group", e.k.group, "err", err)
+		}
+	}
 }
 
 func containsKey(ks []metadata.ShareKey, k metadata.ShareKey) bool {

@@ -462,3 +462,33 @@ func TestShareFetchBatchSize(t *testing.T) {
 		t.Fatalf("acquired %+v, want %+v", got, want)
 	}
 }
+
+// TestShareConnectionCloseReleases checks that the records a member holds
+// are released when the connection that opened its share session closes
+// (a consumer process that died), long before their 30 s locks end.
+func TestShareConnectionCloseReleases(t *testing.T) {
+	f := newShareFixture(t)
+	holder := *f
+	holder.cl = f.ta.client(t)
+	held := acquired(t, holder.fetch(t, "holder", 0, 10, []int32{1}, nil))[1]
+	if want := []metadata.AcquiredRange{{First: 0, Last: 9, Deliveries: 1}}; !reflect.DeepEqual(held, want) {
+		t.Fatalf("acquired %+v, want %+v", held, want)
+	}
+	holder.cl.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for epoch := int32(0); ; epoch++ {
+		got := acquired(t, f.fetch(t, "stayer", epoch, 3, []int32{1}, nil))[1]
+		if len(got) > 0 {
+			if want := []metadata.AcquiredRange{{First: 0, Last: 2, Deliveries: 2}}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("after the holder's connection closed: %+v, want %+v", got, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("records of a closed connection's session not released")
+		}
+		// The holder still has them all: ask again once the agent has
+		// seen the close.
+		time.Sleep(20 * time.Millisecond)
+	}
+}

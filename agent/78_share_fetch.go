@@ -131,16 +131,9 @@ func (a *Agent) handleShareFetch(ctx context.Context, r *request) (kmsg.Response
 	errs := map[metadata.ShareKey]int16{}
 	var valid []*sharePart
 	for _, p := range parts {
-		t, ok := byID[p.key.Topic]
-		switch {
-		case !ok:
-			errs[p.key] = kerr.UnknownTopicID.Code
-		case !a.authorize(r, opRead, resTopic, t.Name):
-			errs[p.key] = kerr.TopicAuthorizationFailed.Code
-		case p.key.Partition < 0 || p.key.Partition >= t.Partitions:
-			errs[p.key] = kerr.UnknownTopicOrPartition.Code
-		default:
-			p.topic = t
+		if code := a.resolveSharePart(r, byID, p); code != 0 {
+			errs[p.key] = code
+		} else {
 			valid = append(valid, p)
 		}
 	}

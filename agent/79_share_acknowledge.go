@@ -78,16 +78,9 @@ func (a *Agent) handleShareAcknowledge(ctx context.Context, r *request) (kmsg.Re
 		p := &sharePart{key: k}
 		byKey[k] = p
 		parts = append(parts, p)
-		t, ok := byID[k.Topic]
-		switch {
-		case !ok:
-			errs[k] = kerr.UnknownTopicID.Code
-		case !a.authorize(r, opRead, resTopic, t.Name):
-			errs[k] = kerr.TopicAuthorizationFailed.Code
-		case k.Partition < 0 || k.Partition >= t.Partitions:
-			errs[k] = kerr.UnknownTopicOrPartition.Code
-		default:
-			p.topic = t
+		if code := a.resolveSharePart(r, byID, p); code != 0 {
+			errs[k] = code
+		} else {
 			valid = append(valid, p)
 		}
 		return p

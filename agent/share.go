@@ -336,6 +336,22 @@ func trimToAcquired(data []byte, last int64) []byte {
 	return data[:cut]
 }
 
+// resolveSharePart finds p's topic by id and checks READ on it and the
+// partition: 0 with p.topic set, else the partition's error code.
+func (a *Agent) resolveSharePart(r *request, byID map[metadata.TopicID]metadata.Topic, p *sharePart) int16 {
+	t, ok := byID[p.key.Topic]
+	switch {
+	case !ok:
+		return kerr.UnknownTopicID.Code
+	case !a.authorize(r, opRead, resTopic, t.Name):
+		return kerr.TopicAuthorizationFailed.Code
+	case p.key.Partition < 0 || p.key.Partition >= t.Partitions:
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	p.topic = t
+	return 0
+}
+
 // shareStoreError is the Kafka error of a failed share-state read or write.
 func shareStoreError(ctx context.Context, err error) *kerr.Error {
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {

@@ -492,3 +492,66 @@ func TestShareConnectionCloseReleases(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestShareBadInput checks the Kafka errors of malformed share requests.
+func TestShareBadInput(t *testing.T) {
+	f := newShareFixture(t)
+	ctx := context.Background()
+	long := kmsg.NewPtrShareFetchRequest()
+	long.GroupID, long.MemberID = kmsg.StringPtr("sg"), kmsg.StringPtr("0123456789012345678901234567890123456789")
+	if r, err := long.RequestWith(ctx, f.cl); err != nil || r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("member id over 36 characters: %v %+v", err, r)
+	}
+	// An unknown topic id and a partition past the topic's.
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.MaxRecords = kmsg.StringPtr("sg"), kmsg.StringPtr("m"), 10
+	unknown := kmsg.NewShareFetchRequestTopic()
+	unknown.TopicID = [16]byte{1, 2, 3}
+	unknown.Partitions = append(unknown.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	known := kmsg.NewShareFetchRequestTopic()
+	known.TopicID = f.topic.ID
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.Partition = 7
+	known.Partitions = append(known.Partitions, rp)
+	req.Topics = append(req.Topics, unknown, known)
+	r, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[[16]byte]int16{}
+	for _, rt := range r.Topics {
+		codes[rt.TopicID] = rt.Partitions[0].ErrorCode
+	}
+	if codes[unknown.TopicID] != kerr.UnknownTopicID.Code || codes[f.topic.ID] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("partition errors %v", codes)
+	}
+	// Malformed acknowledgement batches: first after last, types of the
+	// wrong count, an unknown type.
+	acquired(t, f.fetch(t, "m2", 0, 5, []int32{0}, nil))
+	for i, b := range []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{
+		{FirstOffset: 3, LastOffset: 1, AcknowledgeTypes: []int8{1}},
+		{FirstOffset: 0, LastOffset: 3, AcknowledgeTypes: []int8{1, 1}},
+		{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{9}},
+	} {
+		ack := kmsg.NewPtrShareAcknowledgeRequest()
+		ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = kmsg.StringPtr("sg"), kmsg.StringPtr("m2"), int32(i+1)
+		at := kmsg.NewShareAcknowledgeRequestTopic()
+		at.TopicID = f.topic.ID
+		ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		ap.AcknowledgementBatches = append(ap.AcknowledgementBatches, b)
+		at.Partitions = append(at.Partitions, ap)
+		ack.Topics = append(ack.Topics, at)
+		ar, err := ack.RequestWith(ctx, f.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+			t.Fatalf("batch %+v: %+v, want INVALID_REQUEST on the partition", b, ar)
+		}
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID = kmsg.StringPtr("sg"), kmsg.StringPtr("m2")
+	if ar, err := ack.RequestWith(ctx, f.cl); err != nil || ar.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("ShareAcknowledge at epoch 0: %v %+v", err, ar)
+	}
+}

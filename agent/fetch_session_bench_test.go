@@ -40,7 +40,8 @@ func BenchmarkIdleFullFetch(b *testing.B) {
 			var respBytes int
 			b.ReportAllocs()
 			for b.Loop() {
-				r := &request{hdr: hdr, req: req}
+				// The answer reads its connection's client quota.
+				r := &request{c: &conn{a: ta.Agent}, hdr: hdr, req: req}
 				resp, err := ta.handleFetch(ctx, r)
 				if err != nil {
 					b.Fatal(err)

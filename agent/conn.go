@@ -21,9 +21,20 @@ import (
 
 // connBufSize is the size of each connection's read and write buffers:
 // enough to batch small requests and answers; large frames and record sets
-// bypass them. The read buffer is per connection; the write buffer is
-// taken from a pool only while answers are being written (writers).
+// bypass them. Both come from pools: the write buffer is held only while
+// answers are being written (writers), the read buffer until the client
+// has sent nothing for readerIdle (readers).
 const connBufSize = 16 << 10
+
+// readers are the connections' read buffers. A connection that has sent
+// nothing for readerIdle gives its buffer back and waits for its next byte
+// without one, so thousands of idle connections cost no buffer each.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, connBufSize) }}
+
+// readerIdle is how long a connection keeps its read buffer while it sends
+// nothing: long enough that a client sending steadily never pays the extra
+// read a connection without its buffer makes for its next frame.
+const readerIdle = time.Second
 
 // conn is one client connection. One reader goroutine (serve) decodes
 // requests and starts a handler goroutine per request; one writer goroutine
@@ -49,6 +60,10 @@ type conn struct {
 
 	queue       chan *inflight
 	produceTurn chan struct{} // closed when the previous produce has enqueued; reader-owned
+	// br is the read buffer, from readers, nil while the connection idles;
+	// src is what it reads (reader-owned).
+	br  *bufio.Reader
+	src connSource
 	// inFlight counts requests read and not yet answered, lastWrite is
 	// when the writer last sent an answer (unix nanos): a connection with
 	// either is not idle.
@@ -162,9 +177,11 @@ func (c *conn) readLoop() {
 	if c.connectionThrottled() { // connection_creation_rate (quota.go)
 		return
 	}
-	br := bufio.NewReaderSize(c.nc, connBufSize)
+	c.src.nc = c.nc
+	c.takeReader()
+	defer c.releaseReader()
 	for {
-		h, frame, err := c.readFrame(br)
+		h, frame, err := c.readFrame()
 		if err != nil {
 			remote := c.nc.RemoteAddr().String()
 			switch {
@@ -283,11 +300,12 @@ const frameStart = 128 << 10
 // frames, the big and frequent ones, use recycled buffers; no other
 // request is known not to keep references into its frame after it is
 // answered.
-func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
+func (c *conn) readFrame() (*heldFrame, []byte, error) {
 	var sz [4]byte
-	if err := c.awaitFrame(br); err != nil {
+	if err := c.awaitFrame(); err != nil {
 		return nil, nil, err
 	}
+	br := c.br
 	c.waitMuted() // a client over a quota: read nothing more of it, hold no budget (quota.go)
 	readBy := time.Now().Add(c.a.cfg.RequestReadTimeout)
 	c.setReadDeadline(readBy)
@@ -372,31 +390,87 @@ func (c *conn) readFrame(br *bufio.Reader) (*heldFrame, []byte, error) {
 
 // awaitFrame waits for the first byte of the next frame. While nothing
 // arrives for ConnectionsMaxIdle and the connection has no request in
-// flight nor wrote an answer meanwhile, it is idle: errIdle.
-func (c *conn) awaitFrame(br *bufio.Reader) error {
+// flight nor wrote an answer meanwhile, it is idle: errIdle. After
+// readerIdle without a byte its read buffer goes back to the pool, and the
+// byte that ends the wait is read without one (connSource hands it on).
+func (c *conn) awaitFrame() error {
 	idle := c.a.cfg.ConnectionsMaxIdle
 	for {
 		if c.a.isClosing() {
 			return errStopped // Close stops reading; nothing of a new frame was read
 		}
-		if idle > 0 {
-			c.setReadDeadline(time.Now().Add(idle))
+		var err error
+		if c.br != nil {
+			wait := readerIdle
+			if idle > 0 {
+				wait = min(wait, idle)
+			}
+			c.setReadDeadline(time.Now().Add(wait))
+			if _, err = c.br.Peek(1); err == nil {
+				return nil
+			}
+			if isTimeout(err) && c.br.Buffered() == 0 {
+				c.releaseReader()
+			}
 		} else {
-			c.setReadDeadline(time.Time{})
-		}
-		_, err := br.Peek(1)
-		if err == nil {
-			return nil
+			if idle > 0 {
+				c.setReadDeadline(time.Now().Add(idle))
+			} else {
+				c.setReadDeadline(time.Time{})
+			}
+			var n int
+			if n, err = c.src.nc.Read(c.src.first[:]); n == 1 {
+				c.src.held = true
+				c.takeReader()
+				return nil
+			}
+			if err == nil {
+				continue
+			}
 		}
 		if !isTimeout(err) || c.a.isClosing() {
 			return err
 		}
-		if c.inFlight.Load() == 0 && time.Since(time.Unix(0, c.lastWrite.Load())) >= idle {
+		if idle > 0 && c.inFlight.Load() == 0 && time.Since(time.Unix(0, c.lastWrite.Load())) >= idle {
 			return errIdle
 		}
-		// Busy with answers: not idle. A Peek that timed out consumed
-		// nothing, so the reader carries on.
+		// Busy with answers, or not idle for long yet. A wait that timed
+		// out consumed nothing, so the reader carries on.
 	}
+}
+
+// takeReader gives the connection a read buffer from the pool.
+func (c *conn) takeReader() {
+	c.br = readers.Get().(*bufio.Reader)
+	c.br.Reset(&c.src)
+	c.a.metrics.readBuffers.Inc()
+}
+
+// releaseReader gives the read buffer back; it must hold no bytes.
+func (c *conn) releaseReader() {
+	if c.br == nil {
+		return
+	}
+	c.br.Reset(nil)
+	readers.Put(c.br)
+	c.br = nil
+	c.a.metrics.readBuffers.Dec()
+}
+
+// connSource is what a connection's read buffer reads from: the byte
+// awaitFrame read while the connection had no buffer, then the connection.
+type connSource struct {
+	nc    net.Conn
+	first [1]byte
+	held  bool // first is the next byte of the stream
+}
+
+func (s *connSource) Read(p []byte) (int, error) {
+	if s.held && len(p) > 0 {
+		p[0], s.held = s.first[0], false
+		return 1, nil
+	}
+	return s.nc.Read(p)
 }
 
 // setReadDeadline sets the connection's read deadline (tests may run a

@@ -78,13 +78,14 @@ func TestPipelinedAnswerNotHeldBack(t *testing.T) {
 	}
 }
 
-// TestIdleConnectionsHoldNoWriteBuffer: a connection holds a write buffer
-// only while it writes answers. Each one used to keep its own 16 KiB
-// buffer (and a scratch as large as its largest answer) for its whole
-// life: 5,000 idle connections held 160 MiB of heap. Between answers, and
-// while a Fetch long-polls, the buffers are back in the pool; answers
+// TestIdleConnectionsHoldNoBuffers: a connection holds a write buffer only
+// while it writes answers, and a read buffer until it has sent nothing for
+// readerIdle. Each one used to keep its own 16 KiB buffers (and a scratch
+// as large as its largest answer) for its whole life: 5,000 idle
+// connections held 160 MiB of heap. Between answers, and while a Fetch
+// long-polls, the buffers are back in the pools; requests read and answers
 // written after that still arrive whole.
-func TestIdleConnectionsHoldNoWriteBuffer(t *testing.T) {
+func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
 	ta := newTestAgent(t, nil)
 	const topic = "idle-buffers"
 	ta.createTopic(t, ta.client(t), topic, 1)
@@ -115,12 +116,18 @@ func TestIdleConnectionsHoldNoWriteBuffer(t *testing.T) {
 			t.Fatalf("ApiVersions answer %+v, %v", resp, err)
 		}
 	}
-	held := func() float64 { return testutil.ToFloat64(ta.metrics.writeBuffers) }
+	held := func() (float64, float64) {
+		return testutil.ToFloat64(ta.metrics.writeBuffers), testutil.ToFloat64(ta.metrics.readBuffers)
+	}
 	waitHeld := func(want float64) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); held() != want; {
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			w, r := held()
+			if w == want && r == want {
+				return
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%v connections hold a write buffer, want %v", held(), want)
+				t.Fatalf("%v connections hold a write buffer and %v a read buffer, want %v", w, r, want)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

@@ -18,6 +18,7 @@ type metrics struct {
 
 	connections       prometheus.Gauge
 	writeBuffers      prometheus.Gauge
+	readBuffers       prometheus.Gauge
 	requestBytes      prometheus.Counter
 	responseBytes     prometheus.Counter
 	requestSeconds    *prometheus.HistogramVec
@@ -55,6 +56,7 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 		reg:               prometheus.NewRegistry(),
 		connections:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_connections", Help: "Open Kafka connections."}),
 		writeBuffers:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_connection_write_buffers", Help: "Kafka connections holding a write buffer: those writing answers (idle ones hold none)."}),
+		readBuffers:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_connection_read_buffers", Help: "Kafka connections holding a read buffer: those that sent something within the last second."}),
 		requestBytes:      prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_request_bytes_total", Help: "Bytes of Kafka requests read."}),
 		responseBytes:     prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_response_bytes_total", Help: "Bytes of Kafka responses written."}),
 		requestSeconds:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_agent_request_duration_seconds", Help: "Time to answer a Kafka request, by API key.", Buckets: latency}, []string{"api_key"}),
@@ -84,7 +86,7 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 	for _, b := range budgets {
 		m.memoryBudget.WithLabelValues(b.Name).Set(float64(b.Bytes))
 	}
-	m.reg.MustRegister(m.connections, m.writeBuffers, m.requestBytes, m.responseBytes, m.requestSeconds,
+	m.reg.MustRegister(m.connections, m.writeBuffers, m.readBuffers, m.requestBytes, m.responseBytes, m.requestSeconds,
 		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.headReads, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
 		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents, m.limitHits,

@@ -39,12 +39,13 @@ func BenchmarkReadProduceFrame(b *testing.B) {
 		c := &conn{a: a}
 		r := bytes.NewReader(nil)
 		br := bufio.NewReaderSize(r, 64<<10)
+		c.br = br
 		b.ReportAllocs()
 		b.SetBytes(int64(len(frame)))
 		for b.Loop() {
 			r.Reset(frame)
 			br.Reset(r)
-			h, _, err := c.readFrame(br)
+			h, _, err := c.readFrame()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -555,3 +555,66 @@ func TestShareBadInput(t *testing.T) {
 		t.Fatalf("ShareAcknowledge at epoch 0: %v %+v", err, ar)
 	}
 }
+
+// TestShareACLs checks the share APIs' authorization: READ on the group
+// and READ on each topic, DELETE on the group to delete its offsets.
+func TestShareACLs(t *testing.T) {
+	c := newACLCluster(t)
+	ctx := aclCtx(t)
+	topic, err := c.store.CreateTopic(ctx, "shared", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() *kmsg.ShareFetchResponse {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.MaxRecords = kmsg.StringPtr("sg"), kmsg.StringPtr("m"), 10
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topic.ID
+		rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+		req.Topics = append(req.Topics, rt)
+		return on[*kmsg.ShareFetchResponse](t, c.cb, req)
+	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg", "m", []string{"shared"}
+	if err := codeIs(fetch().ErrorCode, kerr.GroupAuthorizationFailed); err != nil {
+		t.Fatal("ShareFetch before any grant:", err)
+	}
+	if err := codeIs(on[*kmsg.ShareGroupHeartbeatResponse](t, c.cb, hb).ErrorCode, kerr.GroupAuthorizationFailed); err != nil {
+		t.Fatal("ShareGroupHeartbeat before any grant:", err)
+	}
+	c.grant(t, allowAnon(resGroup, "sg", lit, opRead))
+	eventually(t, "b refuses the topic only", func() error {
+		r := fetch()
+		if err := codeIs(r.ErrorCode, nil); err != nil {
+			return err
+		}
+		return codeIs(r.Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	})
+	if err := codeIs(on[*kmsg.ShareGroupHeartbeatResponse](t, c.cb, hb).ErrorCode, kerr.TopicAuthorizationFailed); err != nil {
+		t.Fatal("ShareGroupHeartbeat without DESCRIBE on the topic:", err)
+	}
+	c.grant(t, allowAnon(resTopic, "shared", lit, opRead))
+	eventually(t, "b serves the share fetch", func() error {
+		r := on[*kmsg.ShareFetchResponse](t, c.cb, func() kmsg.Request {
+			req := kmsg.NewPtrShareFetchRequest()
+			req.GroupID, req.MemberID, req.MaxRecords = kmsg.StringPtr("sg"), kmsg.StringPtr("m2"), 10
+			rt := kmsg.NewShareFetchRequestTopic()
+			rt.TopicID = topic.ID
+			rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+			req.Topics = append(req.Topics, rt)
+			return req
+		}())
+		if err := codeIs(r.ErrorCode, nil); err != nil {
+			return err
+		}
+		return codeIs(r.Topics[0].Partitions[0].ErrorCode, nil)
+	})
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID = "sg"
+	dt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+	dt.Topic = "shared"
+	del.Topics = append(del.Topics, dt)
+	if err := codeIs(on[*kmsg.DeleteShareGroupOffsetsResponse](t, c.cb, del).ErrorCode, kerr.GroupAuthorizationFailed); err != nil {
+		t.Fatal("DeleteShareGroupOffsets without DELETE on the group:", err)
+	}
+}

@@ -19,7 +19,8 @@ package agent
 // Fetch does. Acquired ranges are cut at BatchSize offsets in the
 // batch-optimized acquire mode (KIP-1206). Any agent serves any partition:
 // no NOT_LEADER answers.
-// READ on the group and on every topic.
+// A classic or consumer group's id answers GROUP_ID_NOT_FOUND. READ on the
+// group and on every topic.
 
 import (
 	"context"
@@ -62,6 +63,9 @@ func (a *Agent) handleShareFetch(ctx context.Context, r *request) (kmsg.Response
 	set, err := a.coord.shares.settings(ctx, group)
 	if err != nil {
 		return fail(kerr.CoordinatorNotAvailable)
+	}
+	if set.otherType {
+		return fail(kerr.GroupIDNotFound)
 	}
 	resp.AcquisitionLockTimeoutMillis = int32(set.limits.LockDuration / time.Millisecond)
 	_, byID, err := a.topics.snapshot(ctx)

@@ -12,7 +12,8 @@ package agent
 // of one request are checked and applied in ONE store transaction; a
 // partition whose batches are malformed answers INVALID_REQUEST, one whose
 // records the member does not hold INVALID_RECORD_STATE, and none of its
-// batches apply. READ on the group and on every topic.
+// batches apply. A classic or consumer group's id answers
+// GROUP_ID_NOT_FOUND. READ on the group and on every topic.
 
 import (
 	"context"
@@ -50,6 +51,9 @@ func (a *Agent) handleShareAcknowledge(ctx context.Context, r *request) (kmsg.Re
 	set, err := a.coord.shares.settings(ctx, group)
 	if err != nil {
 		return fail(kerr.CoordinatorNotAvailable)
+	}
+	if set.otherType {
+		return fail(kerr.GroupIDNotFound)
 	}
 	resp.AcquisitionLockTimeoutMillis = int32(set.limits.LockDuration / time.Millisecond)
 	_, byID, err := a.topics.snapshot(ctx)

@@ -61,8 +61,9 @@ func newShares(a *Agent) *shares {
 	return &shares{a: a, sessions: map[shareSessionKey]*shareSession{}, configs: map[string]cachedShareConfigs{}}
 }
 
-// settings returns a share group's settings, read from the store when not
-// cached or older than TopicCacheTTL.
+// settings returns a share group's settings, and whether its id is
+// another type of group's, read from the store when not cached or older
+// than TopicCacheTTL.
 func (s *shares) settings(ctx context.Context, group string) (shareSettings, error) {
 	now := time.Now()
 	s.mu.Lock()
@@ -76,6 +77,15 @@ func (s *shares) settings(ctx context.Context, group string) (shareSettings, err
 		return shareSettings{}, err
 	}
 	st := newShareSettings(cfgs)
+	// A classic or consumer group's id is no share group's (as Kafka).
+	rec, err := s.a.store.LoadGroup(ctx, group)
+	switch {
+	case errors.Is(err, metadata.ErrNotFound):
+	case err != nil:
+		return shareSettings{}, err
+	default:
+		st.otherType = rec.ProtocolType != shareProtocolType && rec.ProtocolType != ""
+	}
 	s.mu.Lock()
 	if len(s.configs) > 10000 {
 		clear(s.configs) // many groups: start over rather than grow

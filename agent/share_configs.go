@@ -130,6 +130,8 @@ type shareSettings struct {
 	reset         string        // latest, earliest, by_duration
 	resetAgo      time.Duration // by_duration's
 	readCommitted bool
+	// otherType: the id is a classic or consumer group's.
+	otherType bool
 }
 
 func newShareSettings(configs map[string]string) shareSettings {

@@ -554,6 +554,16 @@ func TestShareBadInput(t *testing.T) {
 	if ar, err := ack.RequestWith(ctx, f.cl); err != nil || ar.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
 		t.Fatalf("ShareAcknowledge at epoch 0: %v %+v", err, ar)
 	}
+	// A consumer group's id is no share group's.
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Group, cg.MemberID, cg.SubscribedTopicNames, cg.RebalanceTimeoutMillis = "cg", "x", []string{"q"}, 1000
+	if cr, err := cg.RequestWith(ctx, f.cl); err != nil || cr.ErrorCode != 0 {
+		t.Fatalf("consumer group join: %v %+v", err, cr)
+	}
+	req.GroupID = kmsg.StringPtr("cg")
+	if r, err := req.RequestWith(ctx, f.cl); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ShareFetch on a consumer group: %v %+v", err, r)
+	}
 }
 
 // TestShareACLs checks the share APIs' authorization: READ on the group

@@ -199,8 +199,10 @@ type Store interface {
 	// without failing the others. A returned error means nothing was
 	// committed.
 	CommitObject(ctx context.Context, obj ObjectCommit) ([]RunResult, error)
-	// CommitCount returns how many CommitObject transactions have committed
-	// (for the one-commit-per-flush invariant and metrics).
+	// CommitCount returns how many CommitObject calls have committed (for
+	// the one-commit-per-flush invariant and metrics): one per object, also
+	// where a store commits overlapping calls in one transaction (group
+	// commit, metadata/internal/groupcommit).
 	CommitCount(ctx context.Context) (int64, error)
 
 	// Lookup returns index entries of a partition in offset order, starting

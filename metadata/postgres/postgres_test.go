@@ -121,28 +121,32 @@ func BenchmarkConcurrentCommits(b *testing.B) {
 			b.Cleanup(func() { s.Close() })
 			return s
 		}
-	}, serverCPU(b, srv.Port()))
+	}, serverCPU(b, srv))
 }
 
 // serverCPU returns a function reporting the CPU time used so far by the
-// PostgreSQL server listening on port: its postmaster, the children it
-// has reaped, and its live children (the backends). Nil when /proc does
+// PostgreSQL server srv: its postmaster (the parent of a backend, found
+// through pg_backend_pid), the children it has reaped, and its live
+// children (the backends, autovacuum, the WAL writer). Nil when /proc does
 // not show the server.
-func serverCPU(b *testing.B, port int) func() time.Duration {
-	post := 0
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) == "postgres" && slices.Contains(args, "-p") && slices.Contains(args, strconv.Itoa(port)) {
-			post, _ = strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		}
+func serverCPU(b *testing.B, srv *pgtest.Server) func() time.Duration {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	if post == 0 {
-		b.Logf("no postgres process on port %d in /proc: no server-cpu-us", port)
+	var backend int
+	err = conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend)
+	conn.Close(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	post := 0
+	if f := procStat(fmt.Sprintf("/proc/%d/stat", backend)); f != nil {
+		post, _ = strconv.Atoi(f[1])
+	}
+	if post <= 1 {
+		b.Logf("no parent of backend %d in /proc: no server-cpu-us", backend)
 		return nil
 	}
 	tick := time.Second / 100 // USER_HZ, 100 on Linux
@@ -150,18 +154,8 @@ func serverCPU(b *testing.B, port int) func() time.Duration {
 		var total time.Duration
 		procs, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, p := range procs {
-			raw, err := os.ReadFile(p)
-			if err != nil {
-				continue
-			}
-			// The fields after the command, which is in parentheses:
-			// state ppid ... utime(14) stime(15) cutime(16) cstime(17).
-			i := strings.LastIndexByte(string(raw), ')')
-			if i < 0 {
-				continue
-			}
-			f := strings.Fields(string(raw[i+1:]))
-			if len(f) < 15 {
+			f := procStat(p)
+			if f == nil {
 				continue
 			}
 			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
@@ -179,6 +173,24 @@ func serverCPU(b *testing.B, port int) func() time.Duration {
 		}
 		return total
 	}
+}
+
+// procStat returns the fields of a /proc/<pid>/stat file after the
+// command (which is in parentheses): state, ppid, … utime, stime, cutime,
+// cstime at 11 to 14. Nil if it cannot be read.
+func procStat(path string) []string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return nil
+	}
+	if f := strings.Fields(string(raw[i+1:])); len(f) >= 15 {
+		return f
+	}
+	return nil
 }
 
 // TestGroupCommitFailureIsolated commits rounds of objects at the same

@@ -305,8 +305,9 @@ func (a *Agent) shareFetchOnce(ctx context.Context, r *request, group, member st
 		sp.Partition = p.key.Partition
 		var h int64
 		pf := partitionFetch{topic: p.key.Topic, state: ps, lso: end, committed: set.readCommitted, offset: from,
-			limit: remaining, first: len(records) == 0}
+			limit: a.coord.shares.readLimit(p.key, maxRecords, remaining), first: len(records) == 0}
 		got, code := a.fetchPartition(ctx, pf, &sp, &h)
+		a.coord.shares.observe(p.key, got.bytes, got.records)
 		r.fetchHeld += h
 		if code != nil || got.bytes == 0 {
 			a.batcher.bufs.put(sp.RecordBatches)

@@ -50,6 +50,10 @@ type shares struct {
 	mu       sync.Mutex
 	sessions map[shareSessionKey]*shareSession
 	configs  map[string]cachedShareConfigs
+	// density is the bytes per offset of each partition's last share
+	// fetch here: a ShareFetch reads about what its records need, not a
+	// whole PartitionMaxBytes of which it acquires a sliver.
+	density map[metadata.ShareKey]float64
 }
 
 type cachedShareConfigs struct {
@@ -58,7 +62,8 @@ type cachedShareConfigs struct {
 }
 
 func newShares(a *Agent) *shares {
-	return &shares{a: a, sessions: map[shareSessionKey]*shareSession{}, configs: map[string]cachedShareConfigs{}}
+	return &shares{a: a, sessions: map[shareSessionKey]*shareSession{}, configs: map[string]cachedShareConfigs{},
+		density: map[metadata.ShareKey]float64{}}
 }
 
 // settings returns a share group's settings, and whether its id is
@@ -93,6 +98,35 @@ func (s *shares) settings(ctx context.Context, group string) (shareSettings, err
 	s.configs[group] = cachedShareConfigs{s: st, read: now}
 	s.mu.Unlock()
 	return st, nil
+}
+
+// minShareRead is the least a share fetch reads of a partition.
+const minShareRead = 64 << 10
+
+// readLimit bounds what a share fetch of k reads for records offsets:
+// a quarter more than they took last time, at least minShareRead, at most
+// limit. With nothing known yet it is limit.
+func (s *shares) readLimit(k metadata.ShareKey, records, limit int64) int64 {
+	s.mu.Lock()
+	d, ok := s.density[k]
+	s.mu.Unlock()
+	if !ok {
+		return limit
+	}
+	return min(limit, max(minShareRead, int64(d*float64(records)*1.25)))
+}
+
+// observe records what a share fetch of k read: bytes over offsets.
+func (s *shares) observe(k metadata.ShareKey, bytes, offsets int64) {
+	if offsets <= 0 {
+		return
+	}
+	s.mu.Lock()
+	if len(s.density) > 100000 {
+		clear(s.density)
+	}
+	s.density[k] = float64(bytes) / float64(offsets)
+	s.mu.Unlock()
 }
 
 // configsChanged drops a group's cached configs (altered through this

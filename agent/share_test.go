@@ -628,3 +628,23 @@ func TestShareACLs(t *testing.T) {
 		t.Fatal("DeleteShareGroupOffsets without DELETE on the group:", err)
 	}
 }
+
+// TestShareReadLimit checks that a share fetch reads about what its
+// records need once a partition's density is known.
+func TestShareReadLimit(t *testing.T) {
+	s := newShares(nil)
+	k := metadata.ShareKey{Partition: 3}
+	if got := s.readLimit(k, 500, 1<<20); got != 1<<20 {
+		t.Fatalf("unknown density: %d, want the whole limit", got)
+	}
+	s.observe(k, 200_000, 1000) // 200 bytes per offset
+	if got := s.readLimit(k, 500, 1<<20); got != 125_000 {
+		t.Fatalf("limit %d, want 500 × 200 × 1.25", got)
+	}
+	if got := s.readLimit(k, 10, 1<<20); got != minShareRead {
+		t.Fatalf("limit %d, want the floor %d", got, minShareRead)
+	}
+	if got := s.readLimit(k, 500, 1000); got != 1000 {
+		t.Fatalf("limit %d, want the answer's 1000", got)
+	}
+}

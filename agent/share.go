@@ -117,8 +117,14 @@ func (s *shares) readLimit(k metadata.ShareKey, records, limit int64) int64 {
 }
 
 // observe records what a share fetch of k read: bytes over offsets.
+// Reading nothing where there were records (a batch larger than the
+// bound, not the answer's first) forgets the density: the next fetch
+// reads up to its whole limit.
 func (s *shares) observe(k metadata.ShareKey, bytes, offsets int64) {
 	if offsets <= 0 {
+		s.mu.Lock()
+		delete(s.density, k)
+		s.mu.Unlock()
 		return
 	}
 	s.mu.Lock()

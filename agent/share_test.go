@@ -647,4 +647,9 @@ func TestShareReadLimit(t *testing.T) {
 	if got := s.readLimit(k, 500, 1000); got != 1000 {
 		t.Fatalf("limit %d, want the answer's 1000", got)
 	}
+	// A read that got nothing (a batch past the bound) lifts the bound.
+	s.observe(k, 0, 0)
+	if got := s.readLimit(k, 500, 1<<20); got != 1<<20 {
+		t.Fatalf("after an empty read: %d, want the whole limit", got)
+	}
 }

@@ -236,14 +236,22 @@ func (a *Agent) metadataTopic(t metadata.Topic, live []metadata.Agent, zone stri
 	mt.IsInternal = isInternalTopic(name)
 	mt.AuthorizedOperations = -2147483648
 	candidates := zoneAgents(live, zone)
+	// A topic may have 10,000 partitions: one slice of partitions, the
+	// topic hashed once, and each partition's replica and ISR lists (its
+	// leader alone) sliced out of one array, instead of allocations per
+	// partition (20,000 of them and 4.3 MB for 10,000 partitions).
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, t.Partitions)
+	ids := make([]int32, 2*t.Partitions)
+	h := topicHash(t.Name)
 	for p := range t.Partitions {
-		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp := &mt.Partitions[p]
+		mp.Default()
 		mp.Partition = p
-		mp.Leader = leaderFor(t.Name, p, candidates)
+		mp.Leader = candidates[leaderIndex(h, p, len(candidates))].NodeID
 		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{mp.Leader}
-		mp.ISR = []int32{mp.Leader}
-		mt.Partitions = append(mt.Partitions, mp)
+		ids[2*p], ids[2*p+1] = mp.Leader, mp.Leader
+		mp.Replicas = ids[2*p : 2*p+1 : 2*p+1]
+		mp.ISR = ids[2*p+1 : 2*p+2 : 2*p+2]
 	}
 	return mt
 }
@@ -266,11 +274,17 @@ func zoneAgents(live []metadata.Agent, zone string) []metadata.Agent {
 	return in
 }
 
-// leaderFor spreads partitions over agents: consecutive partitions of a
-// topic land on consecutive agents, starting at a per-topic hash.
-func leaderFor(topic string, partition int32, agents []metadata.Agent) int32 {
+// topicHash is where a topic's leaders start: partitions are spread over
+// agents so that consecutive partitions of a topic land on consecutive
+// agents, starting at a per-topic hash (leaderIndex).
+func topicHash(topic string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(topic))
-	i := (uint64(h.Sum32()) + uint64(partition)) % uint64(len(agents))
-	return agents[i].NodeID
+	return h.Sum32()
+}
+
+// leaderIndex is the index among n agents of the leader of partition, for
+// a topic of hash h.
+func leaderIndex(h uint32, partition int32, n int) int {
+	return int((uint64(h) + uint64(partition)) % uint64(n))
 }

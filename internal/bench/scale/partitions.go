@@ -76,8 +76,11 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 			return fmt.Errorf("metadata: %w", err)
 		}
 		d := time.Since(t)
-		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != e.opts.partitions {
-			return fmt.Errorf("metadata: %d topics, first with error %v", len(resp.Topics), kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+		if len(resp.Topics) != 1 {
+			return fmt.Errorf("metadata: %d topics, want 1", len(resp.Topics))
+		}
+		if mt := resp.Topics[0]; mt.ErrorCode != 0 || len(mt.Partitions) != e.opts.partitions {
+			return fmt.Errorf("metadata: %d partitions, error %v", len(mt.Partitions), kerr.ErrorForCode(mt.ErrorCode))
 		}
 		if i > 0 { // the first warms the agent's topic cache
 			times = append(times, d)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -157,6 +158,28 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) metrics(ctx context.Context) (bench.Sample, error) {
 	return bench.Scrape(ctx, "http://"+p.http+"/metrics")
+}
+
+// liveMemory collects the agent's garbage (twice: sync.Pool keeps what it
+// held for one collection more) through --pprof's heap profile endpoint,
+// then scrapes its metrics.
+func (p *proc) liveMemory(ctx context.Context) (bench.Sample, error) {
+	for range 2 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.http+"/debug/pprof/heap?gc=1", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("collect garbage: %w", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("collect garbage: %s (was the agent started with --pprof?)", resp.Status)
+		}
+	}
+	return p.metrics(ctx)
 }
 
 // rss is the process's resident set size in bytes (VmRSS), and its peak

@@ -18,7 +18,9 @@ import (
 // (each has done an ApiVersions round trip, as every client does first),
 // then runs o.producers producers, one client each, at 10 records/s each.
 func (e *env) connections(ctx context.Context, store string, r *result) error {
-	spec, err := e.spec(ctx, store)
+	// --pprof: its heap profile endpoint collects garbage on request, so
+	// that live heap per connection can be read apart from garbage.
+	spec, err := e.spec(ctx, store, "--pprof")
 	if err != nil {
 		return err
 	}
@@ -32,6 +34,10 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	cur, _ := rss(pid)
 	r.add("agent RSS idle", float64(cur)/mib, "MiB")
 	r.add("agent open fds idle", float64(openFDs(pid)), "fds")
+	live0, err := p.liveMemory(ctx)
+	if err != nil {
+		return err
+	}
 
 	// The idle connections, opened 50 at a time.
 	conns := make([]*rawConn, e.opts.idleConns)
@@ -91,6 +97,15 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	r.add("agent open fds with the idle connections", float64(openFDs(pid)), "fds")
 	r.add("  Go heap in use (go_memstats_heap_inuse_bytes)", m["go_memstats_heap_inuse_bytes"]/mib, "MiB")
 	r.add("  goroutines (go_goroutines)", m["go_goroutines"], "goroutines")
+	if ok := e.opts.idleConns - int(failed.Load()); ok > 0 {
+		live1, err := p.liveMemory(ctx)
+		if err != nil {
+			return err
+		}
+		d := live1.Sub(live0)
+		r.add("  live heap per idle connection (after a GC)", d["go_memstats_heap_alloc_bytes"]/float64(ok)/1024, "KiB")
+		r.add("  goroutine stacks per idle connection", d["go_memstats_stack_inuse_bytes"]/float64(ok)/1024, "KiB")
+	}
 
 	// The producers.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka))

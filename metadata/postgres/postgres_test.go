@@ -273,3 +273,72 @@ func TestGroupCommitFailureIsolated(t *testing.T) {
 		t.Fatalf("CommitCount %d, %v; want %d", c, err, 1+rounds*(perRound-1))
 	}
 }
+
+// TestCommitFunctionOfOlderAgents calls floe_commit_object, the commit of
+// agents from before migration 0013, which they call during a rolling
+// upgrade: it must commit as CommitObject does, after it and before it.
+func TestCommitFunctionOfOlderAgents(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.CreateDatabase(t, "")
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tp, err := s.CreateTopic(ctx, "old", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.CommitObject(ctx, metadata.ObjectCommit{Key: "new-1", Size: 10, AgentID: "new",
+		Runs: []metadata.RunCommit{{TopicID: tp.ID, Partition: 1, ByteLength: 10, Batches: 1, Records: 4, MinTimestamp: 1, MaxTimestamp: 5}}})
+	if err != nil || res[0].BaseOffset != 0 {
+		t.Fatalf("CommitObject: %+v, %v", res, err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT o_run, o_base FROM floe_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		"old-1", int64(30), "old", 3, [][]byte{tp.ID[:], tp.ID[:], make([]byte, 16)}, []int32{1, 0, 0},
+		[]int64{0, 10, 20}, []int64{10, 10, 10}, []int32{1, 1, 1}, []int64{3, 2, 1}, []int64{1, 1, 1}, []int64{9, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var run int64
+		var base *int64
+		if err := rows.Scan(&run, &base); err != nil {
+			t.Fatal(err)
+		}
+		if base == nil {
+			got = append(got, fmt.Sprintf("%d:none", run))
+		} else {
+			got = append(got, fmt.Sprintf("%d:%d", run, *base))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1:4", "2:0", "3:none"}; !slices.Equal(got, want) {
+		t.Fatalf("floe_commit_object returned %v, want %v (an unknown topic's run gets none)", got, want)
+	}
+	res, err = s.CommitObject(ctx, metadata.ObjectCommit{Key: "new-2", Size: 10, AgentID: "new",
+		Runs: []metadata.RunCommit{{TopicID: tp.ID, Partition: 1, ByteLength: 10, Batches: 1, Records: 1, MinTimestamp: 1, MaxTimestamp: 5}}})
+	if err != nil || res[0].BaseOffset != 7 {
+		t.Fatalf("CommitObject after the old function: %+v, %v; want base 7", res, err)
+	}
+	st, err := s.Partition(ctx, tp.ID, 1)
+	if err != nil || st.NextOffset != 8 || st.MaxTimestamp != 9 {
+		t.Fatalf("partition 1: %+v, %v; want next 8, max timestamp 9", st, err)
+	}
+	if c, err := s.CommitCount(ctx); err != nil || c != 3 {
+		t.Fatalf("CommitCount %d, %v; want 3", c, err)
+	}
+	es, err := s.Lookup(ctx, tp.ID, 1, 0, 1<<40, 0)
+	if err != nil || len(es) != 3 || es[1].ObjectKey != "old-1" || es[1].BaseOffset != 4 || es[1].EndOffset != 7 {
+		t.Fatalf("index of partition 1: %+v, %v", es, err)
+	}
+}

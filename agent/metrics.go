@@ -81,7 +81,7 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 		limitHits:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_limit_hits_total", Help: "Requests or connections refused, cut or clamped by a configured limit, by limit."}, []string{"limit"}),
 		authSuccesses:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentications_total", Help: "Successful SASL authentications (re-authentications included), by mechanism."}, []string{"mechanism"}),
 		authFailures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentication_failures_total", Help: "Failed SASL authentications, by mechanism."}, []string{"mechanism"}),
-		memoryBudget:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_agent_memory_budget_bytes", Help: "The agent's configured memory budgets, by budget (see Config.MemoryBudgets)."}, []string{"budget"}),
+		memoryBudget:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_agent_memory_budget_bytes", Help: "The memory budgets of the agent and what else runs in its process, by budget (see Config.MemoryBudgets)."}, []string{"budget"}),
 	}
 	for _, b := range budgets {
 		m.memoryBudget.WithLabelValues(b.Name).Set(float64(b.Bytes))

@@ -61,8 +61,8 @@ type RawPutResult struct {
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
-// processCPUSeconds is this process's user+system CPU time so far.
-func processCPUSeconds() float64 {
+// ProcessCPUSeconds is this process's user+system CPU time so far.
+func ProcessCPUSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -90,7 +90,7 @@ func RawPut(ctx context.Context, cfg RawPutConfig) (*Result, error) {
 	var puts, errs atomic.Int64
 	var errMu sync.Mutex
 	var firstErr string
-	cpuStart := processCPUSeconds()
+	cpuStart := ProcessCPUSeconds()
 	start := time.Now()
 	end := start.Add(cfg.Duration)
 	r := &run{cfg: Config{Duration: cfg.Duration, Progress: cfg.Progress}, produceLat: lat}
@@ -121,7 +121,7 @@ func RawPut(ctx context.Context, cfg RawPutConfig) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPUSeconds() - cpuStart
+	cpu := ProcessCPUSeconds() - cpuStart
 	stop()
 	if cfg.Progress != nil {
 		fmt.Fprintln(cfg.Progress)

@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"floe/internal/bench"
+	"floe/internal/bench/harness"
+	"floe/internal/freeport"
 )
 
 // The broker comparison runs the same load against floe dev, franz-go's
@@ -133,7 +134,7 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 		return err
 	}
 	defer os.RemoveAll(dir)
-	addr, err := freeAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
@@ -141,18 +142,18 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 	var ready func() error
 	switch b.Kind {
 	case "floe":
-		httpAddr, err := freeAddr()
+		httpAddr, err := freeport.Addr()
 		if err != nil {
 			return err
 		}
 		args = []string{floeBin, "dev", "--data-dir", filepath.Join(dir, "data"), "--kafka-addr", addr, "--http-addr", httpAddr, "--log-level", "warn"}
-		ready = func() error { return waitReady(ctx, httpAddr) }
+		ready = func() error { return harness.WaitReady(ctx, httpAddr, nil) }
 	case "kfake":
 		_, port, _ := net.SplitHostPort(addr)
 		args = []string{kfakeBin, "--port", port}
 		ready = func() error { return waitTCP(ctx, addr) }
 	case "nats":
-		monitor, err := freeAddr()
+		monitor, err := freeport.Addr()
 		if err != nil {
 			return err
 		}
@@ -163,7 +164,7 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 		args = []string{cc.NatsServer, "-c", conf}
 		ready = func() error { return waitNats(ctx, monitor) }
 	}
-	r.BrokerCommand = strings.Join(redact(append([]string{filepath.Base(args[0])}, args[1:]...)), " ")
+	r.BrokerCommand = strings.Join(harness.Redact(append([]string{filepath.Base(args[0])}, args[1:]...)), " ")
 	if b.Kind == "nats" {
 		r.BrokerCommand += "  # " + strings.ReplaceAll(natsConfig("127.0.0.1:PORT", "127.0.0.1:PORT", "DIR", b.NatsSync), "\n", " ")
 	}
@@ -225,9 +226,9 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 			load = append(load, "--inflight", "64")
 		}
 	}
-	r.LoadCommand = strings.Join(redact(append([]string{filepath.Base(load[0])}, load[1:]...)), " ")
-	r.LoadBefore = loadavg()
-	before, err := procCPUSeconds(cmd.Process.Pid)
+	r.LoadCommand = strings.Join(harness.Redact(append([]string{filepath.Base(load[0])}, load[1:]...)), " ")
+	r.LoadBefore = harness.LoadAvg()
+	before, err := harness.CPUSeconds(cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -235,15 +236,17 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 		log, _ := os.ReadFile(logf.Name())
 		return fmt.Errorf("%w\nbroker log:\n%s", err, log)
 	}
-	after, err := procCPUSeconds(cmd.Process.Pid)
+	after, err := harness.CPUSeconds(cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
 	r.BrokerCPUSeconds = after - before
-	r.LoadAfter = loadavg()
-	if r.PeakRSSBytes, err = procPeakRSS(cmd.Process.Pid); err != nil {
+	r.LoadAfter = harness.LoadAvg()
+	_, peak, err := harness.Memory(cmd.Process.Pid)
+	if err != nil {
 		return err
 	}
+	r.PeakRSSBytes = float64(peak)
 	if err := stop(); err != nil {
 		return fmt.Errorf("stop broker: %w", err)
 	}
@@ -291,26 +294,6 @@ func waitNats(ctx context.Context, monitor string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return errors.New("nats-server not healthy after 30s")
-}
-
-// procPeakRSS is the process's peak resident set size (VmHWM in
-// /proc/PID/status), in bytes.
-func procPeakRSS(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("/proc/%d/status: VmHWM %q", pid, v)
-			}
-			kb, err := strconv.ParseFloat(f[0], 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmHWM", pid)
 }
 
 // writeCompare writes the runs to DIR/compare.json.

@@ -11,16 +11,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,8 +26,8 @@ import (
 	"time"
 
 	"floe/internal/bench"
-	"floe/metadata/pgtest"
-	"floe/storage/miniotest"
+	"floe/internal/bench/harness"
+	"floe/internal/freeport"
 )
 
 func main() {
@@ -181,13 +177,13 @@ func run() error {
 			scenarios = append(scenarios, s)
 		}
 	}
-	var pgMinio *servers
+	var pgMinio *harness.Servers
 	for _, s := range scenarios {
 		if s.Store == "pg-minio" && pgMinio == nil {
-			if pgMinio, err = startServers(ctx, tmp); err != nil {
+			if pgMinio, err = harness.StartServers(tmp, "floe-bench"); err != nil {
 				return err
 			}
-			defer pgMinio.stop()
+			defer pgMinio.Stop()
 		}
 	}
 
@@ -246,64 +242,12 @@ func run() error {
 	return nil
 }
 
-// servers is a throwaway PostgreSQL and MinIO.
-type servers struct {
-	pg        *pgtest.Server
-	minio     *miniotest.Server
-	stopMinio func()
-	dir       string
-	seq       int
-}
-
-func startServers(ctx context.Context, tmp string) (*servers, error) {
-	// pgtest's directory must be traversable by the postgres user.
-	pgDir, err := os.MkdirTemp("", "floe-bench-pg-")
-	if err != nil {
-		return nil, err
-	}
-	pg, err := pgtest.StartServer(pgDir)
-	if err != nil {
-		os.RemoveAll(pgDir)
-		return nil, fmt.Errorf("postgres: %w (run `make postgres`)", err)
-	}
-	mdir := filepath.Join(tmp, "minio")
-	if err := os.MkdirAll(mdir, 0o755); err != nil {
-		return nil, err
-	}
-	mi, stop, err := miniotest.StartProcess(mdir)
-	if err != nil {
-		pg.Stop()
-		os.RemoveAll(pgDir)
-		return nil, fmt.Errorf("minio: %w", err)
-	}
-	return &servers{pg: pg, minio: mi, stopMinio: stop, dir: pgDir}, nil
-}
-
-func (s *servers) stop() {
-	s.stopMinio()
-	s.pg.Stop()
-	os.RemoveAll(s.dir)
-}
-
-// fresh returns a new database and bucket, so scenarios never share state.
-func (s *servers) fresh(ctx context.Context) (metaURL, bucketURL string, err error) {
-	s.seq++
-	name := fmt.Sprintf("floe-bench-%d", s.seq)
-	if metaURL, err = s.pg.CreateDB(ctx, strings.ReplaceAll(name, "-", "_")); err != nil {
-		return "", "", err
-	}
-	if err := s.minio.CreateBucket(ctx, name); err != nil {
-		return "", "", err
-	}
-	return metaURL, s.minio.URL(name), nil
-}
-
-func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, srv *servers) error {
-	kafka, err := freeAddr()
+func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, srv *harness.Servers) error {
+	kafka, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
-	httpAddr, err := freeAddr()
+	httpAddr, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
@@ -315,16 +259,16 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 		args = []string{"dev", "--data-dir", dir}
 		rawBucket = "file://" + filepath.Join(tmp, "raw-"+id)
 	case "pg-minio":
-		meta, bucket, err := srv.fresh(ctx)
+		meta, bucket, err := srv.Fresh(ctx)
 		if err != nil {
 			return err
 		}
 		args = []string{"agent", "--metadata", meta, "--bucket", bucket}
-		env = srv.minio.Env()
+		env = srv.MinIO.Env()
 		rawBucket = bucket
 	}
 	args = append(append(args, "--kafka-addr", kafka, "--http-addr", httpAddr, "--log-level", "warn"), s.AgentArgs...)
-	s.AgentCommand = "floe " + strings.Join(redact(args), " ")
+	s.AgentCommand = "floe " + strings.Join(harness.Redact(args), " ")
 	profile := ""
 	if s.Profile {
 		profile = filepath.Join(resDir, "pprof-"+s.Name+".cpu")
@@ -359,7 +303,7 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 		}
 	}
 	defer stopAgent()
-	if err := waitReady(ctx, httpAddr); err != nil {
+	if err := harness.WaitReady(ctx, httpAddr, nil); err != nil {
 		log, _ := os.ReadFile(agentLog.Name())
 		return fmt.Errorf("%w\n%s", err, log)
 	}
@@ -379,23 +323,23 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	}
 	bargs := append([]string{"bench", mode, "--brokers", kafka, "--metrics-url", "http://" + httpAddr + "/metrics",
 		"--label", labelOf(s), "--json", jsonPath}, loadArgs...)
-	s.BenchCommand = "floe " + strings.Join(redact(bargs), " ")
-	s.LoadBefore = loadavg()
-	defer func() { s.LoadAfter = loadavg() }()
-	cpuBefore, cpuErr := procCPUSeconds(agent.Process.Pid)
-	busyBefore, totalBefore, machineErr := machineCPUSeconds()
+	s.BenchCommand = "floe " + strings.Join(harness.Redact(bargs), " ")
+	s.LoadBefore = harness.LoadAvg()
+	defer func() { s.LoadAfter = harness.LoadAvg() }()
+	cpuBefore, cpuErr := harness.CPUSeconds(agent.Process.Pid)
+	busyBefore, totalBefore, machineErr := harness.MachineCPUSeconds()
 	benchCPU, err := runBench(ctx, bin, env, bargs)
 	if err != nil {
 		log, _ := os.ReadFile(agentLog.Name())
 		return fmt.Errorf("%w\nagent log:\n%s", err, log)
 	}
-	if cpuAfter, err := procCPUSeconds(agent.Process.Pid); err == nil && cpuErr == nil {
+	if cpuAfter, err := harness.CPUSeconds(agent.Process.Pid); err == nil && cpuErr == nil {
 		s.AgentCPUSeconds = cpuAfter - cpuBefore
 	}
-	if rss, err := procPeakRSS(agent.Process.Pid); err == nil {
-		s.PeakRSSBytes = rss
+	if _, peak, err := harness.Memory(agent.Process.Pid); err == nil {
+		s.PeakRSSBytes = float64(peak)
 	}
-	if busyAfter, totalAfter, err := machineCPUSeconds(); err == nil && machineErr == nil {
+	if busyAfter, totalAfter, err := harness.MachineCPUSeconds(); err == nil && machineErr == nil {
 		s.MachineCPUSeconds, s.MachineCPUAvailable = busyAfter-busyBefore, totalAfter-totalBefore
 	}
 	s.BenchCPUSeconds = benchCPU
@@ -416,7 +360,7 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 		}
 		basePath := filepath.Join(tmp, s.Name+"-baselines.json")
 		bb := append([]string{"bench", mode, "--baselines-only", "--json", basePath}, base...)
-		s.BaselineCommand = "floe " + strings.Join(redact(bb), " ")
+		s.BaselineCommand = "floe " + strings.Join(harness.Redact(bb), " ")
 		if _, err := runBench(ctx, bin, env, bb); err != nil {
 			return err
 		}
@@ -519,28 +463,6 @@ func splitArgs(args []string) (load, baseline []string) {
 	return load, append(append([]string{}, load...), base...)
 }
 
-// redact replaces temporary paths in commands written to the docs.
-func redact(args []string) []string {
-	out := make([]string, len(args))
-	tmp := os.TempDir()
-	for i, a := range args {
-		if strings.Contains(a, tmp) || strings.Contains(a, "postgres://") || strings.HasPrefix(a, "s3://") {
-			switch {
-			case strings.HasPrefix(a, "postgres://"):
-				a = "postgres://…"
-			case strings.HasPrefix(a, "s3://"):
-				a = "s3://BUCKET?endpoint=…"
-			case strings.HasPrefix(a, "file://"):
-				a = "file://DIR"
-			default:
-				a = "DIR"
-			}
-		}
-		out[i] = a
-	}
-	return out
-}
-
 func labelOf(s *scenario) string {
 	if s.Store == "dev" {
 		return "floe dev"
@@ -555,94 +477,6 @@ func containsArg(args []string, a string) bool {
 		}
 	}
 	return false
-}
-
-// loadavg returns the 1, 5 and 15 minute load averages, or "" off Linux.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func waitReady(ctx context.Context, httpAddr string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			ok := resp.StatusCode == http.StatusOK
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-			}
-			resp.Body.Close()
-			if ok {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.New("agent not ready after 60s")
-}
-
-// procCPUSeconds returns the user+system CPU time of process pid so far,
-// from /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s: Linux
-// reports USER_HZ, which is 100 on every architecture).
-func procCPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; fields after it are
-	// counted from its closing parenthesis.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime %q %q", pid, f[11], f[12])
-	}
-	return (utime + stime) / 100, nil
-}
-
-// machineCPUSeconds returns the busy and total CPU time of all cores so far,
-// from the first line of /proc/stat (user nice system idle iowait irq
-// softirq steal, in USER_HZ ticks); idle and iowait are not busy.
-func machineCPUSeconds() (busy, total float64, err error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
-	}
-	var ticks [8]float64
-	for i := range ticks {
-		if ticks[i], err = strconv.ParseFloat(f[i+1], 64); err != nil {
-			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
-		}
-		total += ticks[i]
-	}
-	busy = total - ticks[3] - ticks[4]
-	return busy / 100, total / 100, nil
 }
 
 // quietDisk removes the data earlier scenarios left under tmp (agent data

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/internal/bench"
+	"floe/internal/bench/harness"
 )
 
 // connections holds o.idleConns idle Kafka connections open on one agent
@@ -33,7 +34,7 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	pid := p.pid()
 	cur, _ := rss(pid)
 	r.add("agent RSS idle", float64(cur)/mib, "MiB")
-	r.add("agent open fds idle", float64(openFDs(pid)), "fds")
+	r.add("agent open fds idle", float64(harness.OpenFDs(pid)), "fds")
 	live0, err := p.liveMemory(ctx)
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	if ok := e.opts.idleConns - int(failed.Load()); ok > 0 {
 		r.add("  RSS per idle connection", float64(before-cur)/float64(ok)/1024, "KiB")
 	}
-	r.add("agent open fds with the idle connections", float64(openFDs(pid)), "fds")
+	r.add("agent open fds with the idle connections", float64(harness.OpenFDs(pid)), "fds")
 	r.add("  Go heap in use (go_memstats_heap_inuse_bytes)", m["go_memstats_heap_inuse_bytes"]/mib, "MiB")
 	r.add("  goroutines (go_goroutines)", m["go_goroutines"], "goroutines")
 	if ok := e.opts.idleConns - int(failed.Load()); ok > 0 {
@@ -145,7 +146,7 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 				return
 			case <-t.C:
 				c, _ := rss(pid)
-				f := openFDs(pid)
+				f := harness.OpenFDs(pid)
 				sampleMu.Lock()
 				peakRSS, peakFDs = max(peakRSS, c), max(peakFDs, f)
 				sampleMu.Unlock()
@@ -154,7 +155,7 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	}()
 	go func() {
 		time.Sleep(time.Until(measureFrom))
-		cpu0, gen0 = cpuSeconds(pid), selfCPUSeconds()
+		cpu0, gen0 = cpuSeconds(pid), bench.ProcessCPUSeconds()
 	}()
 	value := make([]byte, 1024)
 	var sent atomic.Int64
@@ -188,7 +189,7 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	pwg.Wait()
 	close(done)
 	cpu := cpuSeconds(pid) - cpu0
-	gen := selfCPUSeconds() - gen0
+	gen := bench.ProcessCPUSeconds() - gen0
 	m, err = p.metrics(ctx)
 	if err != nil {
 		return err

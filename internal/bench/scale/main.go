@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"floe/internal/bench/harness"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,7 +77,7 @@ func (r *result) note(format string, args ...any) {
 type env struct {
 	bin  string
 	tmp  string
-	srv  *servers
+	srv  *harness.Servers
 	seq  int
 	opts options
 }
@@ -106,22 +107,22 @@ func (e *env) spec(ctx context.Context, store string, extra ...string) (agentSpe
 		s.dataDir = filepath.Join(e.tmp, fmt.Sprintf("dev-%d", e.seq))
 	case "pg-minio":
 		if e.srv == nil {
-			srv, err := startServers(e.tmp)
+			srv, err := harness.StartServers(e.tmp, "floe-scale")
 			if err != nil {
 				return s, err
 			}
 			e.srv = srv
 			// The raw GET baseline opens the bucket in this process.
-			for _, kv := range srv.minio.Env() {
+			for _, kv := range srv.MinIO.Env() {
 				k, v, _ := strings.Cut(kv, "=")
 				os.Setenv(k, v)
 			}
 		}
 		var err error
-		if s.meta, s.bucket, err = e.srv.fresh(ctx); err != nil {
+		if s.meta, s.bucket, err = e.srv.Fresh(ctx); err != nil {
 			return s, err
 		}
-		s.env = e.srv.minio.Env()
+		s.env = e.srv.MinIO.Env()
 	default:
 		return s, fmt.Errorf("unknown store %q (want dev, pg-minio)", store)
 	}
@@ -156,7 +157,7 @@ func run() error {
 	e := &env{tmp: tmp, opts: o}
 	defer func() {
 		if e.srv != nil {
-			e.srv.stop()
+			e.srv.Stop()
 		}
 	}()
 	if e.bin = *floeBin; e.bin == "" {
@@ -186,7 +187,7 @@ func run() error {
 			return fmt.Errorf("unknown scenario %q", sc)
 		}
 		for _, st := range storeList {
-			r := &result{Scenario: sc, Store: st, LoadBefore: loadavg()}
+			r := &result{Scenario: sc, Store: st, LoadBefore: harness.LoadAvg()}
 			fmt.Fprintf(os.Stderr, "\n== %s on %s (load %s)\n", sc, st, r.LoadBefore)
 			var err error
 			switch sc {
@@ -197,7 +198,7 @@ func run() error {
 			case "old-reads":
 				err = e.oldReads(ctx, st, r)
 			}
-			r.LoadAfter = loadavg()
+			r.LoadAfter = harness.LoadAvg()
 			fmt.Fprintf(os.Stderr, "  load after: %s\n", r.LoadAfter)
 			results = append(results, r)
 			if err != nil {

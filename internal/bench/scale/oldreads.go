@@ -247,7 +247,7 @@ func (e *env) catchUp(ctx context.Context, spec agentSpec, r *result, perPartiti
 	if err != nil {
 		return 0, err
 	}
-	cpu0, gen0 := cpuSeconds(p.pid()), selfCPUSeconds()
+	cpu0, gen0 := cpuSeconds(p.pid()), bench.ProcessCPUSeconds()
 	want := perPartition * oldPartitions
 	var got, valueBytes int64
 	start := time.Now()
@@ -284,7 +284,7 @@ func (e *env) catchUp(ctx context.Context, spec agentSpec, r *result, perPartiti
 	r.add("  GET MB/s", getBytes/1e6/secs, "MB/s")
 	cacheFigures(r, d)
 	r.add("  agent CPU per GB fetched", (cpuSeconds(p.pid())-cpu0)/(read/1e9), "CPU-s/GB")
-	r.add("  consumer CPU per GB fetched", (selfCPUSeconds()-gen0)/(read/1e9), "CPU-s/GB")
+	r.add("  consumer CPU per GB fetched", (bench.ProcessCPUSeconds()-gen0)/(read/1e9), "CPU-s/GB")
 	_, peak := rss(p.pid())
 	r.add("  agent peak RSS (VmHWM)", float64(peak)/mib, "MiB")
 	if gets == 0 {
@@ -317,7 +317,7 @@ func (e *env) rawGets(ctx context.Context, b storage.Bucket, r *result, size int
 	for _, workers := range []int{1, 4, 16} {
 		var n, bytes atomic.Int64
 		lat := bench.NewHistogram()
-		cpu0 := selfCPUSeconds()
+		cpu0 := bench.ProcessCPUSeconds()
 		start := time.Now()
 		end := start.Add(e.opts.rawGetFor)
 		var wg sync.WaitGroup
@@ -351,7 +351,7 @@ func (e *env) rawGets(ctx context.Context, b storage.Bucket, r *result, size int
 		r.add(fmt.Sprintf("  raw GETs, %2d concurrent", workers), float64(bytes.Load())/1e6/secs, "MB/s")
 		r.add(fmt.Sprintf("    GETs/s, %2d concurrent", workers), float64(n.Load())/secs, "GETs/s")
 		r.add(fmt.Sprintf("    GET p50, %2d concurrent", workers), lat.Summary().P50, "ms")
-		r.add(fmt.Sprintf("    client CPU per GB, %2d concurrent", workers), (selfCPUSeconds()-cpu0)/(float64(bytes.Load())/1e9), "CPU-s/GB")
+		r.add(fmt.Sprintf("    client CPU per GB, %2d concurrent", workers), (bench.ProcessCPUSeconds()-cpu0)/(float64(bytes.Load())/1e9), "CPU-s/GB")
 	}
 	return nil
 }

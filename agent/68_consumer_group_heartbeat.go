@@ -118,19 +118,28 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 	resp.MemberEpoch = res.MemberEpoch
 	if res.Assignment != nil {
 		as := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
-		as.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
-		for _, name := range sortedKeys(res.Assignment) {
-			tp, ok := byName[name]
-			if !ok {
-				continue
-			}
+		as.Topics = assignedTopics(byName, res.Assignment, func(id metadata.TopicID, parts []int32) kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic {
 			at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
-			at.TopicID, at.Partitions = tp.ID, res.Assignment[name]
-			as.Topics = append(as.Topics, at)
-		}
+			at.TopicID, at.Partitions = id, parts
+			return at
+		})
 		resp.Assignment = &as
 	}
 	return resp, nil
+}
+
+// assignedTopics is an assignment by topic name as a heartbeat answer's
+// topic list, by topic id in name order (mk builds one entry); topics
+// deleted meanwhile are left out. Never nil: an empty assignment is sent
+// as an empty list, not as none.
+func assignedTopics[T any](byName map[string]metadata.Topic, assignment map[string][]int32, mk func(id metadata.TopicID, parts []int32) T) []T {
+	out := []T{}
+	for _, name := range sortedKeys(assignment) {
+		if tp, ok := byName[name]; ok {
+			out = append(out, mk(tp.ID, assignment[name]))
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

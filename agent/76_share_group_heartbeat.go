@@ -25,6 +25,7 @@ import (
 
 	"floe/agent/group"
 	"floe/kafkaproto"
+	"floe/metadata"
 )
 
 func init() {
@@ -92,16 +93,11 @@ func (a *Agent) handleShareGroupHeartbeat(ctx context.Context, r *request) (kmsg
 	resp.MemberEpoch = res.MemberEpoch
 	if res.Assignment != nil {
 		as := kmsg.NewShareGroupHeartbeatResponseAssignment()
-		as.TopicPartitions = []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}
-		for _, name := range sortedKeys(res.Assignment) {
-			tp, ok := byName[name]
-			if !ok {
-				continue
-			}
+		as.TopicPartitions = assignedTopics(byName, res.Assignment, func(id metadata.TopicID, parts []int32) kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition {
 			at := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
-			at.TopicID, at.Partitions = tp.ID, res.Assignment[name]
-			as.TopicPartitions = append(as.TopicPartitions, at)
-		}
+			at.TopicID, at.Partitions = id, parts
+			return at
+		})
 		resp.Assignment = &as
 	}
 	return resp, nil

@@ -162,7 +162,7 @@ fuzz:
 
 ## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries, franz-go's kgo suite,
 ## kafka-go's suite
-deps: minio kcat postgres kgo-test kafka-go-test helm
+deps: minio nats-server kcat postgres kgo-test kafka-go-test helm
 
 ## kgo-test: build franz-go's pkg/kgo integration test binary from the module cache into $(TOOLS)
 kgo-test: $(KGO_TEST)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"floe/internal/bench"
+
+	"floe/internal/freeport"
 )
 
 // startNats runs the nats-server of FLOE_NATS_BIN (make bench's) with
@@ -24,12 +25,10 @@ func startNats(t *testing.T) string {
 	}
 	ports := make([]int, 2)
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if ports[i], err = freeport.Get(); err != nil {
 			t.Fatal(err)
 		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close() // released for the server to bind
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "nats.conf")

@@ -95,7 +95,7 @@ export FLOE_KAFKAGO_NOT_RUN := TestReaderConsumerGroup/verify_offset_committed \
 	TestReaderConsumerGroup/consumer_group_rebalance
 
 # Packages with concurrency, tested under the race detector.
-RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./iceberg/... ./internal/...
+RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./iceberg/... ./internal/... ./bench/...
 
 .PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio nats-server kcat postgres kgo-test kafka-go-test helm image clean
 
@@ -126,15 +126,15 @@ bench: build minio postgres nats-server
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./iceberg/... \
 		> docs/bench/go-bench.txt || { cat docs/bench/go-bench.txt; exit 1; }
 	cat docs/bench/go-bench.txt
-	$(GO) run ./internal/bench/matrix --floe ./bin/floe --nats-server $(NATS_BIN) --out docs
+	$(GO) run ./bench/matrix --floe ./bin/floe --nats-server $(NATS_BIN) --out docs
 
-## bench-scale: many partitions and many clients (internal/bench/scale): a 10,000-partition topic,
+## bench-scale: many partitions and many clients (bench/scale): a 10,000-partition topic,
 ## 5,000 idle connections + 500 producers, 200 consumers of old ranges and a 10 GB cold catch-up from
 ## MinIO beside raw GETs, on floe dev and on PostgreSQL + MinIO; figures in docs/scale.md
 .PHONY: bench-scale
 bench-scale: build minio postgres
 	mkdir -p docs/bench
-	$(GO) run ./internal/bench/scale --floe ./bin/floe --json docs/bench/scale.json
+	$(GO) run ./bench/scale --floe ./bin/floe --json docs/bench/scale.json
 
 ## compat: client compatibility only: franz-go's own kgo suite against floe dev and against two
 ## agents on PostgreSQL + MinIO, kafka-go's own suite against floe dev on 127.0.0.1:9092, and the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"floe/internal/bench"
+	"floe/bench"
 )
 
 // TestBenchCommandE2E runs `floe bench e2e` for a few seconds against

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"floe/internal/bench"
+	"floe/bench"
 	"floe/storage/faulty"
 )
 

@@ -31,7 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"floe/internal/bench"
+	"floe/bench"
 )
 
 func main() {

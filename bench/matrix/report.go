@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"floe/internal/bench"
+	"floe/bench"
 )
 
 // targetResult is one issue-7 target and what this run measured for it.

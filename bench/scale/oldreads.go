@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"floe/internal/bench"
+	"floe/bench"
 	"floe/storage"
 	"floe/storage/s3"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"floe/internal/bench"
+	"floe/bench"
 
 	"floe/internal/freeport"
 )

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"floe/internal/bench"
-	"floe/internal/bench/harness"
+	"floe/bench"
+	"floe/bench/harness"
 	"floe/internal/freeport"
 )
 

@@ -1,5 +1,5 @@
-// Package harness is what the benchmark programs (internal/bench/matrix,
-// internal/bench/scale) need around the load itself: a throwaway
+// Package harness is what the benchmark programs (bench/matrix,
+// bench/scale) need around the load itself: a throwaway
 // PostgreSQL and MinIO with a fresh database and bucket per run, waiting
 // for a floe process to be ready, reading a process's CPU time and memory
 // and the machine's load from /proc, and redacting temporary paths and

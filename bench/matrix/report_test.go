@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"floe/internal/bench"
+	"floe/bench"
 )
 
 func TestEvaluateTargets(t *testing.T) {

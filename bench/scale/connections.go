@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"floe/internal/bench"
-	"floe/internal/bench/harness"
+	"floe/bench"
+	"floe/bench/harness"
 )
 
 // connections holds o.idleConns idle Kafka connections open on one agent

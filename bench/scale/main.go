@@ -25,7 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"floe/internal/bench/harness"
+	"floe/bench/harness"
 	"fmt"
 	"os"
 	"os/exec"

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"floe/internal/bench"
-	"floe/internal/bench/harness"
+	"floe/bench"
+	"floe/bench/harness"
 	"floe/internal/freeport"
 )
 
@@ -93,7 +93,7 @@ func compareBrokers(natsServer string) []compareBroker {
 func runCompare(ctx context.Context, floeBin, tmp string, cc compareConfig) ([]*compareRun, error) {
 	kfakeBin := filepath.Join(tmp, "kfakeserver")
 	natsBin := filepath.Join(tmp, "natsbench")
-	for bin, pkg := range map[string]string{kfakeBin: "./internal/bench/kfakeserver", natsBin: "./internal/bench/natsbench"} {
+	for bin, pkg := range map[string]string{kfakeBin: "./bench/kfakeserver", natsBin: "./bench/natsbench"} {
 		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 		}
@@ -355,14 +355,14 @@ func renderCompare(w func(string, ...any), runs []*compareRun, cc compareConfig)
 	w("1 KiB random records, 16 partitions (NATS: 16 subjects of one stream), 2 producer connections;\n")
 	w("closed-loop runs send %d records (or stop sending after %v), fixed-rate runs min(%d, rate × %v)\n", cc.Records, cc.MaxDuration, cc.Records, cc.RateDuration)
 	w("(natsbench also stops sending at the end of that time when the server falls behind). Every run starts\n")
-	w("its broker afresh in its own process (kfake through `internal/bench/kfakeserver`) and stops it\n")
+	w("its broker afresh in its own process (kfake through `bench/kfakeserver`) and stops it\n")
 	w("after; the load generator is another process (`floe bench` for the Kafka brokers, `natsbench`,\n")
 	w("the same load on the nats.go JetStream client, for NATS). **Broker CPU** is the broker process's\n")
 	w("utime+stime from /proc/PID/stat before and after the load, **peak RSS** its VmHWM, so neither\n")
 	w("depends on how the load generator shares the two cores; throughput does (it is bounded by the\n")
 	w("load generator as much as by the broker). A NATS publish is acknowledged per message; a Kafka\n")
 	w("producer's per batch (linger 5 ms). `make bench` runs it; alone:\n\n")
-	w("```\ngo run ./internal/bench/matrix --only compare --nats-server $(NATS_BIN) --out DIR [--compare-records N --compare-rate-duration D]\n")
+	w("```\ngo run ./bench/matrix --only compare --nats-server $(NATS_BIN) --out DIR [--compare-records N --compare-rate-duration D]\n")
 	seen := map[string]bool{}
 	for _, r := range runs {
 		if !seen[r.Broker] {

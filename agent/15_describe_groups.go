@@ -30,14 +30,10 @@ func (a *Agent) handleDescribeGroups(ctx context.Context, r *request) (kmsg.Resp
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = -2147483648
-		if !a.authorize(r, opDescribe, resGroup, id) {
-			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rg.ErrorCode, rg.AuthorizedOperations = a.describeGroupAccess(r, id, req.IncludeAuthorizedOperations)
+		if rg.ErrorCode != 0 {
 			resp.Groups = append(resp.Groups, rg)
 			continue
-		}
-		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = a.authorizedOps(r, resGroup, id)
 		}
 		if code := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) {
 			if !e.exists && e.g.IsEmpty() {

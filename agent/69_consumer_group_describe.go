@@ -29,14 +29,10 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 	for _, id := range req.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = -2147483648
-		if !a.authorize(r, opDescribe, resGroup, id) {
-			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rg.ErrorCode, rg.AuthorizedOperations = a.describeGroupAccess(r, id, req.IncludeAuthorizedOperations)
+		if rg.ErrorCode != 0 {
 			resp.Groups = append(resp.Groups, rg)
 			continue
-		}
-		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = a.authorizedOps(r, resGroup, id)
 		}
 		if err != nil {
 			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -27,14 +27,10 @@ func (a *Agent) handleShareGroupDescribe(ctx context.Context, r *request) (kmsg.
 	for _, id := range req.GroupIDs {
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID = id
-		rg.AuthorizedOperations = -2147483648
-		if !a.authorize(r, opDescribe, resGroup, id) {
-			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rg.ErrorCode, rg.AuthorizedOperations = a.describeGroupAccess(r, id, req.IncludeAuthorizedOperations)
+		if rg.ErrorCode != 0 {
 			resp.Groups = append(resp.Groups, rg)
 			continue
-		}
-		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = a.authorizedOps(r, resGroup, id)
 		}
 		if err != nil {
 			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -396,6 +396,22 @@ var supportedOps = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
 	resTxnID:   {opDescribe, opWrite},
 }
 
+// describeGroupAccess is how a group describe (DescribeGroups,
+// ConsumerGroupDescribe, ShareGroupDescribe) starts on each group: the
+// error to answer it with (0: describe it) and the authorized operations
+// to report (Kafka's "not asked" when the client did not ask, or when
+// DESCRIBE is denied).
+func (a *Agent) describeGroupAccess(r *request, group string, includeOps bool) (errCode int16, ops int32) {
+	const notAsked = -2147483648
+	if !a.authorize(r, opDescribe, resGroup, group) {
+		return kerr.GroupAuthorizationFailed.Code, notAsked
+	}
+	if !includeOps {
+		return 0, notAsked
+	}
+	return 0, a.authorizedOps(r, resGroup, group)
+}
+
 // authorizedOps is the bit field (1<<operation) of the operations r may do
 // on a resource; every supported one with authorization off, as Kafka
 // reports without an authorizer.

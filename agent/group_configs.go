@@ -116,18 +116,26 @@ func (c *coordinator) checkGroupConfigs(configs map[string]string) *alterError {
 		}
 		values[name], _ = groupConfigMillis(v)
 	}
-	session, heartbeat, l := values[groupSessionTimeoutConfig], values[groupHeartbeatIntervalConfig], c.limits
+	return c.limits.check(values[groupSessionTimeoutConfig], values[groupHeartbeatIntervalConfig],
+		groupSessionTimeoutConfig, groupHeartbeatIntervalConfig, "consumer")
+}
+
+// check holds a group's session timeout and heartbeat interval (set as
+// the configs sessionName and heartbeatName) to the bounds, with Kafka's
+// messages, which name the broker settings of the group kind ("consumer",
+// "share").
+func (l consumerLimits) check(session, heartbeat time.Duration, sessionName, heartbeatName, kind string) *alterError {
 	switch {
 	case heartbeat < l.minHeartbeat:
-		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.consumer.min.heartbeat.interval.ms", groupHeartbeatIntervalConfig)
+		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.%s.min.heartbeat.interval.ms", heartbeatName, kind)
 	case heartbeat > l.maxHeartbeat:
-		return alterErr(kerr.InvalidConfig, "%s must be less than or equal to group.consumer.max.heartbeat.interval.ms", groupHeartbeatIntervalConfig)
+		return alterErr(kerr.InvalidConfig, "%s must be less than or equal to group.%s.max.heartbeat.interval.ms", heartbeatName, kind)
 	case session < l.minSession:
-		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.consumer.min.session.timeout.ms", groupSessionTimeoutConfig)
+		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.%s.min.session.timeout.ms", sessionName, kind)
 	case session > l.maxSession:
-		return alterErr(kerr.InvalidConfig, "%s must be less than or equal to group.consumer.max.session.timeout.ms", groupSessionTimeoutConfig)
+		return alterErr(kerr.InvalidConfig, "%s must be less than or equal to group.%s.max.session.timeout.ms", sessionName, kind)
 	case session <= heartbeat:
-		return alterErr(kerr.InvalidConfig, "%s must be greater than %s", groupSessionTimeoutConfig, groupHeartbeatIntervalConfig)
+		return alterErr(kerr.InvalidConfig, "%s must be greater than %s", sessionName, heartbeatName)
 	}
 	return nil
 }

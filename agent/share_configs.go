@@ -216,17 +216,5 @@ func (c *coordinator) checkShareGroupConfigs(configs map[string]string) *alterEr
 		}
 		heartbeat, _ = groupConfigMillis(v)
 	}
-	switch {
-	case heartbeat < l.minHeartbeat:
-		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.share.min.heartbeat.interval.ms", shareHeartbeatIntervalConfig)
-	case heartbeat > l.maxHeartbeat:
-		return alterErr(kerr.InvalidConfig, "%s must be less than or equal to group.share.max.heartbeat.interval.ms", shareHeartbeatIntervalConfig)
-	case session < l.minSession:
-		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.share.min.session.timeout.ms", shareSessionTimeoutConfig)
-	case session > l.maxSession:
-		return alterErr(kerr.InvalidConfig, "%s must be less than or equal to group.share.max.session.timeout.ms", shareSessionTimeoutConfig)
-	case session <= heartbeat:
-		return alterErr(kerr.InvalidConfig, "%s must be greater than %s", shareSessionTimeoutConfig, shareHeartbeatIntervalConfig)
-	}
-	return nil
+	return l.check(session, heartbeat, shareSessionTimeoutConfig, shareHeartbeatIntervalConfig, "share")
 }

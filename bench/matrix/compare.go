@@ -168,41 +168,13 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 	if b.Kind == "nats" {
 		r.BrokerCommand += "  # " + strings.ReplaceAll(natsConfig("127.0.0.1:PORT", "127.0.0.1:PORT", "DIR", b.NatsSync), "\n", " ")
 	}
-	logf, err := os.Create(filepath.Join(dir, "broker.log"))
+	broker, err := harness.Start(ctx, args[0], args[1:], nil, filepath.Join(dir, "broker.log"))
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
-				return nil // kfakeserver and nats-server may die of the signal itself
-			}
-			return err
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			return errors.New("broker did not stop within 60s")
-		}
-	}
-	defer stop()
+	defer broker.Stop()
 	if err := ready(); err != nil {
-		log, _ := os.ReadFile(logf.Name())
-		return fmt.Errorf("%w\n%s", err, log)
+		return broker.Failed(err)
 	}
 
 	jsonPath := filepath.Join(dir, "load.json")
@@ -228,26 +200,25 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 	}
 	r.LoadCommand = strings.Join(harness.Redact(append([]string{filepath.Base(load[0])}, load[1:]...)), " ")
 	r.LoadBefore = harness.LoadAvg()
-	before, err := harness.CPUSeconds(cmd.Process.Pid)
+	before, err := harness.CPUSeconds(broker.Pid())
 	if err != nil {
 		return err
 	}
 	if r.LoadCPUSeconds, err = runBench(ctx, load[0], nil, load[1:]); err != nil {
-		log, _ := os.ReadFile(logf.Name())
-		return fmt.Errorf("%w\nbroker log:\n%s", err, log)
+		return fmt.Errorf("%w\nbroker log:\n%s", err, broker.Log())
 	}
-	after, err := harness.CPUSeconds(cmd.Process.Pid)
+	after, err := harness.CPUSeconds(broker.Pid())
 	if err != nil {
 		return err
 	}
 	r.BrokerCPUSeconds = after - before
 	r.LoadAfter = harness.LoadAvg()
-	_, peak, err := harness.Memory(cmd.Process.Pid)
+	_, peak, err := harness.Memory(broker.Pid())
 	if err != nil {
 		return err
 	}
 	r.PeakRSSBytes = float64(peak)
-	if err := stop(); err != nil {
+	if err := broker.Stop(); err != nil {
 		return fmt.Errorf("stop broker: %w", err)
 	}
 	rep, err := readReport(jsonPath)

@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -274,38 +273,13 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 		profile = filepath.Join(resDir, "pprof-"+s.Name+".cpu")
 		args = append(args, "--cpu-profile", profile)
 	}
-	agent := exec.CommandContext(ctx, bin, args...)
-	agent.Env = append(os.Environ(), env...)
-	agentLog, err := os.Create(filepath.Join(tmp, "agent-"+id+".log"))
+	agent, err := harness.Start(ctx, bin, args, env, filepath.Join(tmp, "agent-"+id+".log"))
 	if err != nil {
 		return err
 	}
-	defer agentLog.Close()
-	agent.Stdout, agent.Stderr = agentLog, agentLog
-	if err := agent.Start(); err != nil {
-		return err
-	}
-	stopped := false
-	stopAgent := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		agent.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- agent.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(60 * time.Second):
-			agent.Process.Kill()
-			return errors.New("agent did not stop within 60s")
-		}
-	}
-	defer stopAgent()
-	if err := harness.WaitReady(ctx, httpAddr, nil); err != nil {
-		log, _ := os.ReadFile(agentLog.Name())
-		return fmt.Errorf("%w\n%s", err, log)
+	defer agent.Stop()
+	if err := harness.WaitReady(ctx, httpAddr, agent.Exited()); err != nil {
+		return agent.Failed(err)
 	}
 	if m, err := bench.Scrape(ctx, "http://"+httpAddr+"/metrics"); err == nil {
 		s.IdleRSS = m["process_resident_memory_bytes"]
@@ -326,24 +300,23 @@ func runScenario(ctx context.Context, bin, tmp, resDir, id string, s *scenario, 
 	s.BenchCommand = "floe " + strings.Join(harness.Redact(bargs), " ")
 	s.LoadBefore = harness.LoadAvg()
 	defer func() { s.LoadAfter = harness.LoadAvg() }()
-	cpuBefore, cpuErr := harness.CPUSeconds(agent.Process.Pid)
+	cpuBefore, cpuErr := harness.CPUSeconds(agent.Pid())
 	busyBefore, totalBefore, machineErr := harness.MachineCPUSeconds()
 	benchCPU, err := runBench(ctx, bin, env, bargs)
 	if err != nil {
-		log, _ := os.ReadFile(agentLog.Name())
-		return fmt.Errorf("%w\nagent log:\n%s", err, log)
+		return fmt.Errorf("%w\nagent log:\n%s", err, agent.Log())
 	}
-	if cpuAfter, err := harness.CPUSeconds(agent.Process.Pid); err == nil && cpuErr == nil {
+	if cpuAfter, err := harness.CPUSeconds(agent.Pid()); err == nil && cpuErr == nil {
 		s.AgentCPUSeconds = cpuAfter - cpuBefore
 	}
-	if _, peak, err := harness.Memory(agent.Process.Pid); err == nil {
+	if _, peak, err := harness.Memory(agent.Pid()); err == nil {
 		s.PeakRSSBytes = float64(peak)
 	}
 	if busyAfter, totalAfter, err := harness.MachineCPUSeconds(); err == nil && machineErr == nil {
 		s.MachineCPUSeconds, s.MachineCPUAvailable = busyAfter-busyBefore, totalAfter-totalBefore
 	}
 	s.BenchCPUSeconds = benchCPU
-	if err := stopAgent(); err != nil {
+	if err := agent.Stop(); err != nil {
 		return fmt.Errorf("stop agent: %w", err)
 	}
 	rep, err := readReport(jsonPath)

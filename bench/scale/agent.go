@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"floe/bench"
 	"floe/bench/harness"
@@ -41,12 +37,10 @@ func (s agentSpec) metaURL() string {
 
 // proc is one running floe process.
 type proc struct {
-	cmd     *exec.Cmd
+	*harness.Proc
 	kafka   string
 	http    string
 	command string
-	exited  chan struct{} // closed when the process has exited
-	err     error         // its exit status, once exited is closed
 }
 
 func startAgent(ctx context.Context, s agentSpec) (*proc, error) {
@@ -65,41 +59,16 @@ func startAgent(ctx context.Context, s agentSpec) (*proc, error) {
 		args = []string{"agent", "--metadata", s.meta, "--bucket", s.bucket}
 	}
 	args = append(append(args, "--kafka-addr", kafka, "--http-addr", httpAddr, "--log-level", "warn"), s.extra...)
-	cmd := exec.Command(s.bin, args...)
-	cmd.Env = append(os.Environ(), s.env...)
-	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	hp, err := harness.Start(context.WithoutCancel(ctx), s.bin, args, s.env, s.logPath)
 	if err != nil {
 		return nil, err
 	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &proc{cmd: cmd, kafka: kafka, http: httpAddr, exited: make(chan struct{}),
-		command: "floe " + strings.Join(harness.Redact(args), " ")}
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	if err := harness.WaitReady(ctx, httpAddr, p.exited); err != nil {
-		p.stop()
-		text, _ := os.ReadFile(s.logPath)
-		return nil, fmt.Errorf("%w\n%s", err, text)
+	p := &proc{Proc: hp, kafka: kafka, http: httpAddr, command: "floe " + strings.Join(harness.Redact(args), " ")}
+	if err := harness.WaitReady(ctx, httpAddr, p.Exited()); err != nil {
+		return nil, p.Failed(err)
 	}
 	return p, nil
 }
-
-// stop sends SIGTERM and waits for the process to exit (a minute at most).
-func (p *proc) stop() error {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return p.err
-	case <-time.After(60 * time.Second):
-		p.cmd.Process.Kill()
-		return errors.New("agent did not stop within 60s")
-	}
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) metrics(ctx context.Context) (bench.Sample, error) {
 	return bench.Scrape(ctx, "http://"+p.http+"/metrics")

@@ -29,9 +29,9 @@ func (e *env) connections(ctx context.Context, store string, r *result) error {
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.Stop()
 	r.Command = p.command
-	pid := p.pid()
+	pid := p.Pid()
 	cur, _ := rss(pid)
 	r.add("agent RSS idle", float64(cur)/mib, "MiB")
 	r.add("agent open fds idle", float64(harness.OpenFDs(pid)), "fds")

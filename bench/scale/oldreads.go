@@ -67,7 +67,7 @@ func (e *env) fill(ctx context.Context, spec agentSpec, r *result, perPartition 
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.Stop()
 	r.Command = p.command
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DefaultProduceTopic(oldTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
@@ -86,7 +86,7 @@ func (e *env) fill(ctx context.Context, spec agentSpec, r *result, perPartition 
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
-	cpu0 := cpuSeconds(p.pid())
+	cpu0 := cpuSeconds(p.Pid())
 	for i := range perPartition {
 		for part := range oldPartitions {
 			cl.Produce(ctx, &kgo.Record{Partition: int32(part), Value: value}, func(_ *kgo.Record, err error) {
@@ -111,7 +111,7 @@ func (e *env) fill(ctx context.Context, spec agentSpec, r *result, perPartition 
 	bytes := float64(perPartition * oldPartitions * oldRecordSize)
 	r.add(fmt.Sprintf("produced %d × %d partitions × 1 KiB records", perPartition, oldPartitions), bytes/1e9, "GB")
 	r.add("  produce throughput (one client)", bytes/1e6/secs, "MB/s")
-	r.add("  agent CPU per GB produced", (cpuSeconds(p.pid())-cpu0)/(bytes/1e9), "CPU-s/GB")
+	r.add("  agent CPU per GB produced", (cpuSeconds(p.Pid())-cpu0)/(bytes/1e9), "CPU-s/GB")
 	return nil
 }
 
@@ -123,7 +123,7 @@ func (e *env) readRanges(ctx context.Context, spec agentSpec, r *result, perPart
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.Stop()
 	records := e.opts.readerBytes / oldRecordSize
 	slots := int64((e.opts.readers + oldPartitions - 1) / oldPartitions)
 	stride := perPartition / slots
@@ -134,7 +134,7 @@ func (e *env) readRanges(ctx context.Context, spec agentSpec, r *result, perPart
 	if err != nil {
 		return err
 	}
-	cpu0 := cpuSeconds(p.pid())
+	cpu0 := cpuSeconds(p.Pid())
 	lat := bench.NewHistogram() // time to each consumer's first record
 	var wg sync.WaitGroup
 	errs := make(chan error, e.opts.readers)
@@ -174,8 +174,8 @@ func (e *env) readRanges(ctx context.Context, spec agentSpec, r *result, perPart
 	r.add("  bytes per GET", getBytes/max(gets, 1)/1024, "KiB")
 	r.add("  GET bytes / fetched bytes", getBytes/max(read, 1), "×")
 	cacheFigures(r, d)
-	r.add("  agent CPU per GB fetched", (cpuSeconds(p.pid())-cpu0)/(read/1e9), "CPU-s/GB")
-	_, peak := rss(p.pid())
+	r.add("  agent CPU per GB fetched", (cpuSeconds(p.Pid())-cpu0)/(read/1e9), "CPU-s/GB")
+	_, peak := rss(p.Pid())
 	r.add("  agent peak RSS (VmHWM)", float64(peak)/mib, "MiB")
 	return nil
 }
@@ -233,7 +233,7 @@ func (e *env) catchUp(ctx context.Context, spec agentSpec, r *result, perPartiti
 	if err != nil {
 		return 0, err
 	}
-	defer p.stop()
+	defer p.Stop()
 	offsets := map[int32]kgo.Offset{}
 	for part := range oldPartitions {
 		offsets[int32(part)] = kgo.NewOffset().AtStart()
@@ -247,7 +247,7 @@ func (e *env) catchUp(ctx context.Context, spec agentSpec, r *result, perPartiti
 	if err != nil {
 		return 0, err
 	}
-	cpu0, gen0 := cpuSeconds(p.pid()), bench.ProcessCPUSeconds()
+	cpu0, gen0 := cpuSeconds(p.Pid()), bench.ProcessCPUSeconds()
 	want := perPartition * oldPartitions
 	var got, valueBytes int64
 	start := time.Now()
@@ -283,9 +283,9 @@ func (e *env) catchUp(ctx context.Context, spec agentSpec, r *result, perPartiti
 	r.add("  bytes per GET", getBytes/max(gets, 1)/1024, "KiB")
 	r.add("  GET MB/s", getBytes/1e6/secs, "MB/s")
 	cacheFigures(r, d)
-	r.add("  agent CPU per GB fetched", (cpuSeconds(p.pid())-cpu0)/(read/1e9), "CPU-s/GB")
+	r.add("  agent CPU per GB fetched", (cpuSeconds(p.Pid())-cpu0)/(read/1e9), "CPU-s/GB")
 	r.add("  consumer CPU per GB fetched", (bench.ProcessCPUSeconds()-gen0)/(read/1e9), "CPU-s/GB")
-	_, peak := rss(p.pid())
+	_, peak := rss(p.Pid())
 	r.add("  agent peak RSS (VmHWM)", float64(peak)/mib, "MiB")
 	if gets == 0 {
 		return 0, fmt.Errorf("catch-up made no GETs")

@@ -25,9 +25,9 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 	if err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.Stop()
 	r.Command = p.command
-	cur, _ := rss(p.pid())
+	cur, _ := rss(p.Pid())
 	r.add("agent RSS idle", float64(cur)/mib, "MiB")
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka))
@@ -39,7 +39,7 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 	const topic = "scale-partitions"
 	adm.SetTimeoutMillis(120_000)
 	start := time.Now()
-	cpu0 := cpuSeconds(p.pid())
+	cpu0 := cpuSeconds(p.Pid())
 	created, err := adm.CreateTopic(ctx, int32(e.opts.partitions), 1, nil, topic)
 	if err == nil {
 		err = created.Err
@@ -48,8 +48,8 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 		return fmt.Errorf("create topic: %w", err)
 	}
 	r.add(fmt.Sprintf("CreateTopics, %d partitions", e.opts.partitions), time.Since(start).Seconds(), "s")
-	r.add("  agent CPU for it", cpuSeconds(p.pid())-cpu0, "CPU-s")
-	cur, _ = rss(p.pid())
+	r.add("  agent CPU for it", cpuSeconds(p.Pid())-cpu0, "CPU-s")
+	cur, _ = rss(p.Pid())
 	r.add("agent RSS after create", float64(cur)/mib, "MiB")
 
 	// Metadata of the one topic, at v12, over a raw connection: the answer's
@@ -66,7 +66,7 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 	req.Topics = append(req.Topics, rt)
 	var times []time.Duration
 	var size int
-	cpu0 = cpuSeconds(p.pid())
+	cpu0 = cpuSeconds(p.Pid())
 	const rounds = 20
 	for i := range rounds + 1 {
 		resp := kmsg.NewPtrMetadataResponse()
@@ -87,7 +87,7 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 		}
 		size = n
 	}
-	cpuMeta := cpuSeconds(p.pid()) - cpu0
+	cpuMeta := cpuSeconds(p.Pid()) - cpu0
 	slices.Sort(times)
 	r.add("Metadata v12 response size", float64(size)/1024, "KiB")
 	r.add(fmt.Sprintf("Metadata v12 time p50 (of %d)", rounds), float64(times[len(times)/2].Microseconds())/1e3, "ms")
@@ -172,7 +172,7 @@ func (e *env) partitions(ctx context.Context, store string, r *result) error {
 	if c := d[`floe_agent_metadata_commit_duration_seconds_sum`]; commits > 0 {
 		r.add("  metadata commit time, mean", c/commits*1e3, "ms")
 	}
-	cur, peak := rss(p.pid())
+	cur, peak := rss(p.Pid())
 	r.add("agent RSS at the end", float64(cur)/mib, "MiB")
 	r.add("agent peak RSS (VmHWM)", float64(peak)/mib, "MiB")
 	return nil

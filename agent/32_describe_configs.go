@@ -339,26 +339,33 @@ func (a *Agent) brokerConfigs() []describedConfig {
 	return cs
 }
 
+// groupDescribedConfig is one config of a GROUP resource as described:
+// the group's own value (GROUP_CONFIG, its own synonym first), else def,
+// the agent's default under the broker setting's name (DEFAULT_CONFIG),
+// which is the last synonym either way.
+func groupDescribedConfig(stored map[string]string, name, broker, def string, typ kmsg.ConfigType, doc string) describedConfig {
+	dc := describedConfig{name: name, value: def, source: kmsg.ConfigSourceDefaultConfig, typ: typ, doc: doc}
+	add := func(name, value string, src kmsg.ConfigSource) {
+		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		s.Name, s.Value, s.Source = name, &value, src
+		dc.synonyms = append(dc.synonyms, s)
+	}
+	if v, ok := stored[name]; ok {
+		dc.value, dc.source = v, kmsg.ConfigSourceGroupConfig
+		add(name, v, dc.source)
+	}
+	add(broker, def, kmsg.ConfigSourceDefaultConfig)
+	return dc
+}
+
 // groupConfigs lists the KIP-848 group configs Kafka lets each group set
 // (group_configs.go), with the values the group's coordinator applies:
 // the group's own (source GROUP_CONFIG, its own synonym first), else the
 // agent's default (DEFAULT_CONFIG), which is the last synonym either way.
 func (a *Agent) groupConfigs(stored map[string]string) []describedConfig {
 	cfg := func(name, broker string, d time.Duration, what string) describedConfig {
-		def := millis(d)
-		dc := describedConfig{name: name, value: def, source: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeInt,
-			doc: what + " Set per group with IncrementalAlterConfigs; " + broker + " is the default."}
-		add := func(name, value string, src kmsg.ConfigSource) {
-			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = name, &value, src
-			dc.synonyms = append(dc.synonyms, s)
-		}
-		if v, ok := stored[name]; ok {
-			dc.value, dc.source = v, kmsg.ConfigSourceGroupConfig
-			add(name, v, dc.source)
-		}
-		add(broker, def, kmsg.ConfigSourceDefaultConfig)
-		return dc
+		return groupDescribedConfig(stored, name, broker, millis(d), kmsg.ConfigTypeInt,
+			what+" Set per group with IncrementalAlterConfigs; "+broker+" is the default.")
 	}
 	return append([]describedConfig{
 		cfg(groupHeartbeatIntervalConfig, "group.consumer.heartbeat.interval.ms", a.coord.ccfg.HeartbeatInterval,

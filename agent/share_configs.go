@@ -162,19 +162,8 @@ func newShareSettings(configs map[string]string) shareSettings {
 // a GROUP resource: the group's own value (GROUP_CONFIG), else the default.
 func (a *Agent) shareDescribedConfigs(stored map[string]string) []describedConfig {
 	cfg := func(name, broker, def string, typ kmsg.ConfigType, what string) describedConfig {
-		dc := describedConfig{name: name, value: def, source: kmsg.ConfigSourceDefaultConfig, typ: typ,
-			doc: what + " Set per share group with IncrementalAlterConfigs; " + broker + " is the default."}
-		add := func(name, value string, src kmsg.ConfigSource) {
-			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = name, &value, src
-			dc.synonyms = append(dc.synonyms, s)
-		}
-		if v, ok := stored[name]; ok {
-			dc.value, dc.source = v, kmsg.ConfigSourceGroupConfig
-			add(name, v, dc.source)
-		}
-		add(broker, def, kmsg.ConfigSourceDefaultConfig)
-		return dc
+		return groupDescribedConfig(stored, name, broker, def, typ,
+			what+" Set per share group with IncrementalAlterConfigs; "+broker+" is the default.")
 	}
 	return []describedConfig{
 		cfg(shareAutoOffsetResetConfig, "share.auto.offset.reset", "latest", kmsg.ConfigTypeString,

@@ -15,6 +15,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func (s *shares) openSession(c *conn, group, member string, epoch int32, add, fo
 		}
 	}
 	for _, p := range add {
-		if !containsKey(sess.parts, p) {
+		if !slices.Contains(sess.parts, p) {
 			sess.parts = append(sess.parts, p)
 		}
 	}
@@ -252,15 +253,6 @@ func (s *shares) connClosed(c *conn) {
 			s.a.log.Warn("release records of a closed share session failed", "group", e.k.group, "err", err)
 		}
 	}
-}
-
-func containsKey(ks []metadata.ShareKey, k metadata.ShareKey) bool {
-	for _, q := range ks {
-		if q == k {
-			return true
-		}
-	}
-	return false
 }
 
 // shareAcks are one request's acknowledgements by partition.

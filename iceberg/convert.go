@@ -160,7 +160,13 @@ func (c *Converter) RunOnce(ctx context.Context) error {
 		if rerr := l.Release(ctx); rerr != nil {
 			c.log.Warn("release table lease failed", "table", name, "err", rerr)
 		}
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, metadata.ErrUnknownTopic):
+			// The topic was deleted while its cycle ran: nothing is
+			// left to convert, and its table is the deletion's to drop.
+			c.log.Debug("topic deleted during its cycle", "table", name)
+		default:
 			errs = append(errs, fmt.Errorf("table %s: %w", name, err))
 		}
 	}
@@ -258,12 +264,12 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 		return nil
 	}
 	if err != nil {
-		c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+		c.failed(name, err)
 		return err
 	}
 	spans, next, err := c.plan(ctx, t, tbl)
 	if err != nil {
-		c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+		c.failed(name, err)
 		return err
 	}
 	if len(spans) == 0 {
@@ -279,7 +285,7 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 	for df, err := range table.WriteRecords(ctx, tbl, as, c.records(ctx, t, spans),
 		table.WithTargetFileSize(c.cfg.TargetFileSize)) {
 		if err != nil {
-			c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+			c.failed(name, err)
 			return fmt.Errorf("write: %w", err)
 		}
 		files = append(files, df)
@@ -290,7 +296,7 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 		next[s.partition] = s.next
 	}
 	if err := l.Renew(ctx); err != nil {
-		c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+		c.failed(name, err)
 		return err // the files written are orphans
 	}
 	offsets := encodeOffsets(next)
@@ -302,7 +308,7 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 	}
 	if len(files) > 0 {
 		if err := txn.AddDataFiles(ctx, files, iceberg.Properties{propNextOffsets: offsets, propTopic: t.Name}); err != nil {
-			c.metrics.cycles.WithLabelValues(name, "failed").Inc()
+			c.failed(name, err)
 			return fmt.Errorf("add data files: %w", err)
 		}
 	}
@@ -310,12 +316,12 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 		return err
 	}
 	if _, err := txn.Commit(ctx); err != nil {
-		result := "failed"
 		if errors.Is(err, table.ErrCommitFailed) {
-			result = "conflict"
 			c.metrics.conflicts.WithLabelValues(name).Inc()
+			c.metrics.cycles.WithLabelValues(name, "conflict").Inc()
+		} else {
+			c.failed(name, err)
 		}
-		c.metrics.cycles.WithLabelValues(name, result).Inc()
 		// Whether or not the catalog took it, the next cycle reads the
 		// committed offsets and goes on from there.
 		return fmt.Errorf("commit: %w", err)
@@ -328,6 +334,16 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 	c.log.Debug("iceberg commit", "table", name, "rows", rows, "files", len(files), "bytes", bytes,
 		"offsets", offsets, "took", time.Since(start))
 	return c.updateLag(ctx, t, name, next)
+}
+
+// failed counts a cycle of table name that ended with err: "deleted" when
+// its topic went away while it ran, else "failed".
+func (c *Converter) failed(name string, err error) {
+	result := "failed"
+	if errors.Is(err, metadata.ErrUnknownTopic) {
+		result = "deleted"
+	}
+	c.metrics.cycles.WithLabelValues(name, result).Inc()
 }
 
 // plan returns the spans of partitions with records to convert, and the

@@ -32,25 +32,25 @@ type batcher struct {
 
 	cutMu sync.Mutex
 
-	mu        sync.Mutex
-	room      *sync.Cond // signalled when buffered bytes drop or on close
-	w         *storage.ObjectWriter
-	parts     map[partKey][]*produceWaiter // waiters of the pending object, by partition, in add order
-	pending   int64                        // bytes in the pending object
-	buffered  int64                        // bytes in the pending object and in flight
-	gen       uint64                       // pending object generation, for timers
-	timerSet  bool
-	firstAdd  time.Time     // when the pending object got its first batch
-	lastCut   time.Time     // when the last object was cut (zero: never)
-	lastDone  chan struct{} // closed when the last cut flush has committed (or failed)
-	closed    bool
-	cutDone   bool // cutCh is closed; guarded by cutMu
-	cutCh     chan *flush
-	sem       chan struct{} // bounds flushes in flight
-	wg        sync.WaitGroup
-	dispDone  chan struct{}
-	flushSeq  uint64
-	closeOnce sync.Once
+	mu         sync.Mutex
+	room       *sync.Cond // signalled when buffered bytes drop or on close
+	w          *storage.ObjectWriter
+	parts      map[partKey][]*produceWaiter // waiters of the pending object, by partition, in add order
+	pending    int64                        // bytes in the pending object
+	buffered   int64                        // bytes in the pending object and in flight
+	gen        uint64                       // pending object generation, for timers
+	timerSet   bool
+	firstAdd   time.Time     // when the pending object got its first batch
+	lastCut    time.Time     // when the last object was cut (zero: never)
+	lastQueued chan struct{} // the last cut flush's queued: closed once its commit is queued (or it is done)
+	closed     bool
+	cutDone    bool // cutCh is closed; guarded by cutMu
+	cutCh      chan *flush
+	sem        chan struct{} // bounds flushes in flight
+	wg         sync.WaitGroup
+	dispDone   chan struct{}
+	flushSeq   uint64
+	closeOnce  sync.Once
 
 	// flushCtx is the context of every flush's PUT and commit: a flush
 	// always finishes, since producers wait on it, unless shutdown's grace
@@ -132,19 +132,24 @@ type flush struct {
 	w     *storage.ObjectWriter
 	parts map[partKey][]*produceWaiter
 	bytes int64
-	prev  <-chan struct{}
-	done  chan struct{}
+	// prev is closed once the previous flush's commit holds its place in
+	// the store's commit order (or that flush is done): this flush's
+	// commit may start then, and still gets its offsets after it.
+	prev <-chan struct{}
+	// queued is this flush's prev for the next; queue closes it once.
+	queued    chan struct{}
+	queueOnce sync.Once
 }
 
 func newBatcher(a *Agent) *batcher {
 	b := &batcher{
-		a:        a,
-		parts:    make(map[partKey][]*produceWaiter),
-		gen:      1, // 0 is "any generation" in cut
-		lastDone: closedChan(),
-		cutCh:    make(chan *flush, 1),
-		sem:      make(chan struct{}, max(1, a.cfg.MaxInflightFlushes)),
-		dispDone: make(chan struct{}),
+		a:          a,
+		parts:      make(map[partKey][]*produceWaiter),
+		gen:        1, // 0 is "any generation" in cut
+		lastQueued: closedChan(),
+		cutCh:      make(chan *flush, 1),
+		sem:        make(chan struct{}, max(1, a.cfg.MaxInflightFlushes)),
+		dispDone:   make(chan struct{}),
 		// Idle recycled buffers are part of the agent's fixed overhead:
 		// half the buffer budget keeps a few objects' worth.
 		bufs: newBufPool(a.cfg.poolBytes()),
@@ -277,14 +282,14 @@ func (b *batcher) cut(gen uint64) {
 	}
 	b.flushSeq++
 	f := &flush{
-		seq:   b.flushSeq,
-		w:     b.w,
-		parts: b.parts,
-		bytes: b.pending,
-		prev:  b.lastDone,
-		done:  make(chan struct{}),
+		seq:    b.flushSeq,
+		w:      b.w,
+		parts:  b.parts,
+		bytes:  b.pending,
+		prev:   b.lastQueued,
+		queued: make(chan struct{}),
 	}
-	b.lastDone = f.done
+	b.lastQueued = f.queued
 	b.w = b.writers.Get().(*storage.ObjectWriter)
 	b.parts = make(map[partKey][]*produceWaiter)
 	b.pending = 0
@@ -330,13 +335,21 @@ func (b *batcher) dispatch() {
 	}
 }
 
-// run PUTs one object, waits for the previous flush's commit, commits, and
-// answers every waiter.
+// queue lets the next flush's commit start.
+func (f *flush) queue() { f.queueOnce.Do(func() { close(f.queued) }) }
+
+// run PUTs one object, waits until the previous flush's commit is queued
+// in the store (or done), commits, and answers every waiter. Its own
+// commit lets the next flush's start once the store has queued it
+// (metadata.WithCommitQueued): a store that commits overlapping calls
+// together then commits the flushes in flight in one transaction, in
+// order. Against a store that queues nothing, flushes commit one after
+// another.
 func (b *batcher) run(f *flush) {
 	m := b.a.metrics
 	start := time.Now()
 	defer func() {
-		close(f.done)
+		f.queue()
 		b.mu.Lock()
 		b.buffered -= f.bytes
 		m.bufferedBytes.Set(float64(b.buffered))
@@ -383,7 +396,7 @@ func (b *batcher) run(f *flush) {
 		commit.Runs[i] = rc
 	}
 	cstart := time.Now()
-	results, err := b.commit(ctx, commit)
+	results, err := b.commit(metadata.WithCommitQueued(ctx, f.queue), commit)
 	m.commitSeconds.Observe(time.Since(cstart).Seconds())
 	if err != nil {
 		// The outcome is unknown (the commit may have landed); the client

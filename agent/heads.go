@@ -31,10 +31,15 @@ type headEntry struct {
 
 func newHeads() *heads { return &heads{m: make(map[partKey]headEntry)} }
 
-// set records e as its partition's newest local commit.
+// set records e as its partition's newest local commit, unless a later one
+// is recorded already (flushes in flight commit in order but may get here
+// out of it).
 func (h *heads) set(e metadata.IndexEntry, now time.Time) {
+	k := partKey{e.TopicID, e.Partition}
 	h.mu.Lock()
-	h.m[partKey{e.TopicID, e.Partition}] = headEntry{e, now}
+	if old, ok := h.m[k]; !ok || old.e.EndOffset <= e.BaseOffset {
+		h.m[k] = headEntry{e, now}
+	}
 	h.mu.Unlock()
 }
 

@@ -12,30 +12,53 @@ import (
 	"floe/metadata/internal/sqlutil"
 )
 
-// CommitObject implements metadata.Store in one IMMEDIATE transaction. The
-// file-wide write lock makes the per-partition lock order moot here, but
-// partitions are still visited in sorted order to match the interface. All
-// its statements are prepared once per Store (stmts.go).
+// CommitObject implements metadata.Store in one IMMEDIATE transaction.
+// Calls that overlap are committed together, in one transaction and so one
+// WAL sync (group commit, metadata/internal/groupcommit), in the order they
+// arrived; CommitCount still counts one commit per object.
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
 	if err := obj.Validate(); err != nil {
 		return nil, err
 	}
+	res, err := s.group.Commit(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+	}
+	return res, nil
+}
+
+// Group commit limits: the most objects, and runs, one transaction of
+// commitObjects holds (as the PostgreSQL store's).
+const (
+	maxGroupObjects = 64
+	maxGroupRuns    = 4096
+)
+
+// commitObjects commits objs, already validated, in one transaction: each
+// object's runs get their offsets after those of the objects before it.
+// The file-wide write lock makes the per-partition lock order moot here,
+// but partitions are still visited in sorted order to match the interface.
+// All its statements are prepared once per Store (stmts.go). It is the
+// Store's groupcommit.CommitFunc.
+func (s *Store) commitObjects(ctx context.Context, objs []metadata.ObjectCommit) ([][]metadata.RunResult, error) {
 	type state struct {
 		exists      bool
 		next, maxTS int64
 	}
-	parts := make(map[sqlutil.RunKey]*state, len(obj.Runs))
-	keys := make([]sqlutil.RunKey, 0, len(obj.Runs))
-	for _, r := range obj.Runs {
-		k := sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}
-		if _, ok := parts[k]; !ok {
-			parts[k] = &state{}
-			keys = append(keys, k)
+	parts := make(map[sqlutil.RunKey]*state)
+	var keys []sqlutil.RunKey
+	for _, obj := range objs {
+		for _, r := range obj.Runs {
+			k := sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}
+			if _, ok := parts[k]; !ok {
+				parts[k] = &state{}
+				keys = append(keys, k)
+			}
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 
-	results := make([]metadata.RunResult, len(obj.Runs))
+	results := make([][]metadata.RunResult, len(objs))
 	err := s.writeStmtTx(ctx, func(t *wtx) error {
 		// Keys are sorted, so each topic's keys are adjacent: read each
 		// topic's partitions from the first to the last committed one in
@@ -55,38 +78,44 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 			i = j
 		}
 		now := s.now().UnixMilli()
-		if err := t.exec(stInsertObject, obj.Key, obj.Size, obj.AgentID, now); err != nil {
-			return err
-		}
-		for i, r := range obj.Runs {
-			st := parts[sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}]
-			if !st.exists {
-				results[i] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
-				continue
-			}
-			states, err := loadProducerStates(t, r)
-			if err != nil {
+		for o, obj := range objs {
+			if err := t.exec(stInsertObject, obj.Key, obj.Size, obj.AgentID, now); err != nil {
 				return err
 			}
-			txns, err := loadTxns(t, r)
-			if err != nil {
-				return err
-			}
-			base := st.next
-			batches, segs, next, aborted := metadata.PlanTxnRun(st.next, r, states, txns)
-			st.next = next
-			results[i] = metadata.RunResult{BaseOffset: base, Batches: batches}
-			for _, sg := range segs {
-				st.maxTS = max(st.maxTS, sg.MaxTimestamp)
-				if err := t.exec(stInsertIndex, r.TopicID[:], r.Partition, sg.BaseOffset, sg.EndOffset, obj.Key,
-					sg.ByteOffset, sg.ByteLength, sg.Batches, sg.MinTimestamp, sg.MaxTimestamp); err != nil {
+			results[o] = make([]metadata.RunResult, len(obj.Runs))
+			for i, r := range obj.Runs {
+				st := parts[sqlutil.RunKey{Topic: r.TopicID, Partition: r.Partition}]
+				if !st.exists {
+					results[o][i] = metadata.RunResult{Err: metadata.ErrUnknownTopic}
+					continue
+				}
+				states, err := loadProducerStates(t, r)
+				if err != nil {
+					return err
+				}
+				txns, err := loadTxns(t, r)
+				if err != nil {
+					return err
+				}
+				base := st.next
+				batches, segs, next, aborted := metadata.PlanTxnRun(st.next, r, states, txns)
+				st.next = next
+				results[o][i] = metadata.RunResult{BaseOffset: base, Batches: batches}
+				for _, sg := range segs {
+					st.maxTS = max(st.maxTS, sg.MaxTimestamp)
+					if err := t.exec(stInsertIndex, r.TopicID[:], r.Partition, sg.BaseOffset, sg.EndOffset, obj.Key,
+						sg.ByteOffset, sg.ByteLength, sg.Batches, sg.MinTimestamp, sg.MaxTimestamp); err != nil {
+						return err
+					}
+				}
+				if err := saveProducerStates(t, r, states, now); err != nil {
+					return err
+				}
+				if err := saveTxns(t, r, txns, aborted); err != nil {
 					return err
 				}
 			}
-			if err := saveProducerStates(t, r, states, now); err != nil {
-				return err
-			}
-			if err := saveTxns(t, r, txns, aborted); err != nil {
+			if err := t.exec(stCountCommit); err != nil {
 				return err
 			}
 		}
@@ -99,10 +128,10 @@ func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]
 				return err
 			}
 		}
-		return t.exec(stCountCommit)
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+		return nil, err
 	}
 	return results, nil
 }

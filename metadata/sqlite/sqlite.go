@@ -32,6 +32,7 @@ import (
 	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"floe/metadata"
+	"floe/metadata/internal/groupcommit"
 	"floe/metadata/internal/sqlstore"
 	"floe/metadata/internal/sqlutil"
 )
@@ -63,6 +64,8 @@ type Store struct {
 	nReadStmts atomic.Int64
 	// ckpt checkpoints the WAL in the background; nil during migrations.
 	ckpt *checkpointer
+	// group commits overlapping CommitObject calls together.
+	group *groupcommit.Committer
 	// now is the commit path's clock (objects, producer states, group
 	// offsets); the shared queries read the same host clock in SQL
 	// (dialect.Now).
@@ -101,6 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetConnMaxIdleTime(0)
 	s := &Store{w: w, now: time.Now}
 	s.Store = sqlstore.New(sqlDB{s}, dialect{}, batches{s})
+	s.group = groupcommit.New(s.commitObjects, maxGroupObjects, maxGroupRuns)
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

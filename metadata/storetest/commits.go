@@ -318,3 +318,70 @@ func testConcurrentCommits(t *testing.T, s metadata.Store) {
 		t.Fatalf("CommitCount %d, want %d", c, c0+workers*perWorker)
 	}
 }
+
+// testCommitQueuedOrder starts each of a chain of commits once the one
+// before it has run its metadata.CommitQueued hook, without waiting for
+// it to return (as an agent's flushes in flight do), with a duplicate
+// object key in the middle: every commit runs its hook, the duplicate
+// alone fails, and the others get their offsets in chain order.
+func testCommitQueuedOrder(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	tp := mustCreate(t, s, "queued", 2)
+	commit(t, s, "dup", run(tp.ID, 0, 1, 0, 10, 0, 0))
+	keys := []string{"q0", "q1", "q2", "dup", "q3", "q4", "q5", "q6", "q7"}
+	type outcome struct {
+		res    []metadata.RunResult
+		err    error
+		queued bool
+	}
+	outs := make([]chan outcome, len(keys))
+	for i, k := range keys {
+		queued := make(chan struct{})
+		var once sync.Once
+		qctx := metadata.WithCommitQueued(ctx, func() { once.Do(func() { close(queued) }) })
+		outs[i] = make(chan outcome, 1)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			res, err := s.CommitObject(qctx, metadata.ObjectCommit{Key: k, Size: 20, Runs: []metadata.RunCommit{
+				run(tp.ID, 0, 2, 0, 10, 1, 1), run(tp.ID, 1, 1, 10, 10, 1, 1),
+			}})
+			select {
+			case <-queued:
+				outs[i] <- outcome{res, err, true}
+			default:
+				outs[i] <- outcome{res, err, false}
+			}
+		}()
+		select {
+		case <-queued:
+		case <-returned:
+		}
+	}
+	next := [2]int64{1, 0}
+	for i, k := range keys {
+		o := <-outs[i]
+		if !o.queued {
+			t.Errorf("%s: CommitObject returned without running its CommitQueued hook", k)
+		}
+		if k == "dup" {
+			if o.err == nil {
+				t.Errorf("duplicate object key committed: %+v", o.res)
+			}
+			continue
+		}
+		if o.err != nil {
+			t.Fatalf("%s: %v", k, o.err)
+		}
+		for p, want := range next {
+			if o.res[p].BaseOffset != want {
+				t.Errorf("%s partition %d: base %d, want %d (chain order)", k, p, o.res[p].BaseOffset, want)
+			}
+		}
+		next[0] += 2
+		next[1]++
+	}
+	if got := partition(t, s, tp.ID, 0).NextOffset; got != next[0] {
+		t.Errorf("partition 0 next offset %d, want %d", got, next[0])
+	}
+}

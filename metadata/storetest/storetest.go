@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"LookupTimestamp", testLookupTimestamp},
 		{"LookupMaxTimestamp", testLookupMaxTimestamp},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"CommitQueuedOrder", testCommitQueuedOrder},
 		{"ConcurrentProducerCommits", testConcurrentProducerCommits},
 		{"ConcurrentFencing", testConcurrentFencing},
 		{"InitProducerID", testInitProducerID},

@@ -67,6 +67,8 @@ func New(commit CommitFunc, maxGroup, maxRuns int) *Committer {
 // duplicate key) is its own; an error returned means this object was not
 // committed. ctx bounds the wait in the queue and this object's own
 // commit; a group is given up only when every caller in it has given up.
+// Once the call is queued it runs metadata.CommitQueued(ctx): a later
+// call is committed after it.
 func (c *Committer) Commit(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
 	cl := &call{ctx: ctx, obj: obj, lead: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
@@ -74,10 +76,12 @@ func (c *Committer) Commit(ctx context.Context, obj metadata.ObjectCommit) ([]me
 	if !c.busy {
 		c.busy = true
 		c.mu.Unlock()
+		metadata.CommitQueued(ctx)
 		c.lead()
 		return cl.res, cl.err
 	}
 	c.mu.Unlock()
+	metadata.CommitQueued(ctx)
 	select {
 	case <-cl.done:
 		return cl.res, cl.err

@@ -164,3 +164,38 @@ func TestQueuedCallThatGivesUpIsNotCommitted(t *testing.T) {
 		t.Fatalf("groups %v, want %v", r.groups, want)
 	}
 }
+
+// A caller that starts each commit once the previous one has run its
+// CommitQueued hook, without waiting for it to finish, gets them
+// committed in that order (as an agent's flushes are).
+func TestCommitQueuedOrdersCallsInFlight(t *testing.T) {
+	r := &recorder{hold: make(chan struct{})}
+	c := New(r.commit, 2, 0)
+	keys := []string{"first", "a", "b", "c", "d", "e"}
+	outs := make([]chan outcome, len(keys))
+	for i, k := range keys {
+		queued := make(chan struct{})
+		var once sync.Once
+		ctx := metadata.WithCommitQueued(context.Background(), func() { once.Do(func() { close(queued) }) })
+		outs[i] = make(chan outcome, 1)
+		go func() {
+			res, err := c.Commit(ctx, obj(k))
+			select {
+			case <-queued:
+			default:
+				err = fmt.Errorf("%s returned before its hook ran", k)
+			}
+			outs[i] <- outcome{res, err}
+		}()
+		<-queued
+	}
+	close(r.hold)
+	for i, o := range outs {
+		if got := <-o; got.err != nil {
+			t.Fatalf("call %d: %v", i, got.err)
+		}
+	}
+	if want := [][]string{{"first"}, {"a", "b"}, {"c", "d"}, {"e"}}; fmt.Sprint(r.groups) != fmt.Sprint(want) {
+		t.Fatalf("groups %v, want %v", r.groups, want)
+	}
+}

@@ -141,7 +141,7 @@ func run() error {
 	flag.IntVar(&o.producers, "producers", 500, "active producers (one client each) of the connections scenario")
 	flag.DurationVar(&o.produceFor, "produce-for", 30*time.Second, "how long the connections scenario's producers send")
 	flag.Int64Var(&o.oldBytes, "old-bytes", 10e9, "bytes produced for the old-reads scenario (read back whole by the catch-up consumer)")
-	flag.IntVar(&o.readers, "readers", 200, "consumers of the old-reads scenario, each on its own offset range")
+	flag.IntVar(&o.readers, "readers", 200, "consumers of the old-reads scenario, each on its own offset range (0: only the catch-up and the raw GETs run)")
 	flag.Int64Var(&o.readerBytes, "reader-bytes", 8<<20, "bytes each of those consumers reads")
 	flag.DurationVar(&o.rawGetFor, "raw-get-for", 15*time.Second, "how long each raw GET concurrency runs")
 	flag.Int64Var(&o.minFreeDisk, "min-free-disk", 20e9, "if producing -old-bytes would leave less free disk than this, produce -fallback-bytes instead")

@@ -27,7 +27,8 @@ const (
 // oldReads produces o.oldBytes to a topic in MinIO, then reads it back
 // from agents started cold (an empty read cache): o.readers consumers on
 // different old offset ranges at once, then one consumer catching up on
-// the whole topic, then raw ranged GETs of the agent's range size.
+// the whole topic, then raw ranged GETs of the agent's range size. With
+// o.readers 0 only the catch-up and the raw GETs run.
 func (e *env) oldReads(ctx context.Context, store string, r *result) error {
 	total := e.opts.oldBytes
 	if free := freeDiskBytes(e.tmp); free >= 0 && free-total < e.opts.minFreeDisk {
@@ -50,8 +51,10 @@ func (e *env) oldReads(ctx context.Context, store string, r *result) error {
 	if err := e.fill(ctx, spec, r, perPartition); err != nil {
 		return err
 	}
-	if err := e.readRanges(ctx, spec, r, perPartition); err != nil {
-		return err
+	if e.opts.readers > 0 {
+		if err := e.readRanges(ctx, spec, r, perPartition); err != nil {
+			return err
+		}
 	}
 	rangeSize, err := e.catchUp(ctx, spec, r, perPartition)
 	if err != nil {
@@ -193,6 +196,12 @@ func cacheFigures(r *result, d bench.Sample) {
 	r.add("  read-cache misses", misses, "ranges")
 	if hits+misses > 0 {
 		r.add("  read-cache hit rate", hits/(hits+misses)*100, "%")
+	}
+	// Read-ahead (agent/readahead.go), when the agent has it.
+	if gets, ok := d["floe_agent_read_ahead_gets_total"]; ok {
+		r.add("  read-ahead GETs", gets, "GETs")
+		r.add("  read-ahead bytes", d["floe_agent_read_ahead_bytes_total"]/1e6, "MB")
+		r.add("  read-ahead hits (fetches served by read-ahead data)", d["floe_agent_read_ahead_hits_total"], "ranges")
 	}
 }
 

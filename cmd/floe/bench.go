@@ -71,6 +71,7 @@ func runBench(args []string) error {
 	rawSize := fs.Int("raw-put-size", 0, "raw PUT object size in `bytes` (0: the agent's bytes per PUT in this run, else 1 MiB)")
 	rawConc := fs.Int("raw-put-concurrency", 4, "concurrent raw PUTs (match the agent's --flush-concurrency)")
 	rawDur := fs.Duration("raw-put-duration", 0, "how long to PUT (0: --duration)")
+	rawRate := fs.Float64("raw-put-rate", 0, "raw `PUTs/s` over all concurrent PUTs, on a fixed schedule (0: back to back; match the agent's PUT rate under a --rate load)")
 	rawLatency := fs.Duration("raw-put-latency", 0, "add this latency to every raw PUT (match the agent's --bucket-latency)")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	baselinesOnly := fs.Bool("baselines-only", false, "run only the baselines asked for (--kfake, --raw-put-bucket), not the load on --brokers: for running them once the agent is stopped, so its background work does not slow them")
@@ -136,7 +137,7 @@ func runBench(args []string) error {
 		}
 		say("raw PUT: %d bytes × %d concurrent to %s\n", size, *rawConc, *rawBucket)
 		rres, err := bench.RawPut(ctx, bench.RawPutConfig{Bucket: b, ObjectSize: size, Concurrency: *rawConc,
-			Duration: d, Label: rawLabel(*rawBucket, *rawLatency), Progress: cfg.Progress})
+			Duration: d, Rate: *rawRate, Label: rawLabel(*rawBucket, *rawLatency), Progress: cfg.Progress})
 		closeBucket()
 		if err != nil {
 			return err

@@ -151,7 +151,9 @@ func BenchCreateTopic(b *testing.B, open func(b *testing.B) metadata.Store) {
 // once on its one handle (an agent's --flush-concurrency), each slot with
 // producers of its own: what a store's group commit can combine. The
 // offered= cases are open-loop: each agent flushes at a fixed interval,
-// its flushes waiting for each other as an agent's do, and a commit's
+// its flushes committing one after the other (as agents of the previous
+// release did) or overlapped=4 (as agents do now: up to 4 at once, each
+// started once the previous one is queued in the store), and a commit's
 // latency is counted from when its flush was due. It reports commits/s
 // (one per flush) over the whole run, the p50/p99
 // latency of one commit, and the CPU time per commit of this process
@@ -168,7 +170,7 @@ func BenchConcurrentCommits(b *testing.B, open func(b *testing.B) (metadata.Stor
 		for _, inflight := range []int{1, 4} {
 			for _, committers := range []int{1, 8, 32, 128} {
 				name := fmt.Sprintf("%s/inflight=%d/committers=%d", mode, inflight, committers)
-				b.Run(name, func(b *testing.B) { benchConcurrent(b, open, serverCPU, committers, inflight, 0, idempotent) })
+				b.Run(name, func(b *testing.B) { benchConcurrent(b, open, serverCPU, committers, inflight, 0, 0, idempotent) })
 			}
 		}
 		// The goal's load, offered instead of closed-loop: 2,000 flushes/s
@@ -176,13 +178,19 @@ func BenchConcurrentCommits(b *testing.B, open func(b *testing.B) (metadata.Stor
 		const agents, offered = 128, 2000
 		interval := time.Second * agents / offered
 		b.Run(fmt.Sprintf("%s/offered=%d/committers=%d", mode, offered, agents), func(b *testing.B) {
-			benchConcurrent(b, open, serverCPU, agents, 1, interval, idempotent)
+			benchConcurrent(b, open, serverCPU, agents, 1, interval, 0, idempotent)
+		})
+		// The same, each agent overlapping its flushes' commits as the
+		// agent does (agent/batcher.go): up to 4 at once, each started
+		// once the one before is queued.
+		b.Run(fmt.Sprintf("%s/offered=%d/committers=%d/overlapped=4", mode, offered, agents), func(b *testing.B) {
+			benchConcurrent(b, open, serverCPU, agents, 1, interval, 4, idempotent)
 		})
 	}
 }
 
 func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func() metadata.Store), serverCPU func() time.Duration,
-	committers, inflight int, interval time.Duration, idempotent bool) {
+	committers, inflight int, interval time.Duration, pipelined int, idempotent bool) {
 	const hot, perFlush, producers, batchRecords, batchBytes = 64, 16, 2, 10, 10 * 1024
 	ctx := context.Background()
 	first, more := open(b)
@@ -220,9 +228,52 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 			slots = append(slots, sl)
 		}
 	}
+	// flush is slot c's next flush, number n: perFlush of the hot
+	// partitions, each run one batch per producer, sequences advancing.
+	flush := func(c *slot, n int64) metadata.ObjectCommit {
+		parts := c.rng.Perm(hot)[:perFlush]
+		slices.Sort(parts)
+		obj := metadata.ObjectCommit{Key: fmt.Sprintf("bench-%s-%d", c.name, n), AgentID: "agent-" + c.name}
+		for _, p := range parts {
+			r := metadata.RunCommit{TopicID: tp.ID, Partition: int32(p), ByteOffset: obj.Size,
+				ByteLength: producers * batchBytes, Batches: producers, Records: producers * batchRecords,
+				MinTimestamp: 1, MaxTimestamp: 2}
+			for _, pid := range c.pids {
+				bc := metadata.BatchCommit{ByteLength: batchBytes, Records: batchRecords, MinTimestamp: 1, MaxTimestamp: 2, ProducerID: pid}
+				if idempotent {
+					k := [2]int64{pid, int64(p)}
+					bc.BaseSequence = c.seq[k]
+					c.seq[k] += batchRecords
+				}
+				r.BatchList = append(r.BatchList, bc)
+			}
+			obj.Runs = append(obj.Runs, r)
+			obj.Size += r.ByteLength
+		}
+		return obj
+	}
+	// commit commits obj and records its latency from t0 in c.
+	var latMu sync.Mutex
+	commit := func(ctx context.Context, c *slot, obj metadata.ObjectCommit, t0 time.Time) error {
+		res, err := c.s.CommitObject(ctx, obj)
+		latMu.Lock()
+		c.lat = append(c.lat, time.Since(t0))
+		latMu.Unlock()
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			for _, br := range r.Batches {
+				if br.Err != nil || br.Duplicate {
+					return fmt.Errorf("commit %s: batch result %+v", obj.Key, br)
+				}
+			}
+		}
+		return nil
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, len(slots))
+	errs := make(chan error, len(slots)*max(1, pipelined))
 	b.ResetTimer()
 	var cpu0 time.Duration
 	if serverCPU != nil {
@@ -235,6 +286,41 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 		go func() {
 			defer wg.Done()
 			due := start.Add(interval * time.Duration(i) / time.Duration(len(slots)))
+			if pipelined > 0 {
+				// As an agent's flushes: each due at its interval, its
+				// commit started once the previous one is queued in the
+				// store (metadata.WithCommitQueued), up to pipelined
+				// committing at once.
+				sem := make(chan struct{}, pipelined)
+				prev := make(chan struct{})
+				close(prev)
+				for {
+					n := next.Add(1)
+					if n > int64(b.N) {
+						return
+					}
+					sem <- struct{}{}
+					time.Sleep(time.Until(due))
+					obj, t0 := flush(c, n), due
+					due = due.Add(interval)
+					<-prev
+					queued := make(chan struct{})
+					var once sync.Once
+					queue := func() { once.Do(func() { close(queued) }) }
+					prev = queued
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						defer func() { queue(); <-sem }()
+						if err := commit(metadata.WithCommitQueued(ctx, queue), c, obj, t0); err != nil {
+							select {
+							case errs <- err:
+							default: // one is enough to fail the run
+							}
+						}
+					}()
+				}
+			}
 			for {
 				n := next.Add(1)
 				if n > int64(b.N) {
@@ -243,41 +329,12 @@ func benchConcurrent(b *testing.B, open func(b *testing.B) (metadata.Store, func
 				if interval > 0 {
 					time.Sleep(time.Until(due))
 				}
-				parts := c.rng.Perm(hot)[:perFlush]
-				slices.Sort(parts)
-				obj := metadata.ObjectCommit{Key: fmt.Sprintf("bench-%s-%d", c.name, n), AgentID: "agent-" + c.name}
-				for _, p := range parts {
-					r := metadata.RunCommit{TopicID: tp.ID, Partition: int32(p), ByteOffset: obj.Size,
-						ByteLength: producers * batchBytes, Batches: producers, Records: producers * batchRecords,
-						MinTimestamp: 1, MaxTimestamp: 2}
-					for _, pid := range c.pids {
-						bc := metadata.BatchCommit{ByteLength: batchBytes, Records: batchRecords, MinTimestamp: 1, MaxTimestamp: 2, ProducerID: pid}
-						if idempotent {
-							k := [2]int64{pid, int64(p)}
-							bc.BaseSequence = c.seq[k]
-							c.seq[k] += batchRecords
-						}
-						r.BatchList = append(r.BatchList, bc)
-					}
-					obj.Runs = append(obj.Runs, r)
-					obj.Size += r.ByteLength
-				}
+				obj := flush(c, n)
 				t0 := time.Now()
 				if interval > 0 {
 					t0, due = due, due.Add(interval)
 				}
-				res, err := c.s.CommitObject(ctx, obj)
-				c.lat = append(c.lat, time.Since(t0))
-				if err == nil {
-					for _, r := range res {
-						for _, br := range r.Batches {
-							if br.Err != nil || br.Duplicate {
-								err = fmt.Errorf("commit %s: batch result %+v", obj.Key, br)
-							}
-						}
-					}
-				}
-				if err != nil {
+				if err := commit(ctx, c, obj, t0); err != nil {
 					errs <- err
 					return
 				}

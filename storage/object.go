@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Object format v1.
+// Object format v2.
 //
 // An object is a body followed by a footer. The body holds Kafka record
 // batches exactly as produced, grouped by partition so that any partition's
@@ -25,12 +25,19 @@ import (
 //	                 records int64 | min ts int64 | max ts int64
 //	run count        uint32
 //	footer length    uint32  bytes of runs + run count
-//	crc32c           uint32  of body + runs + run count + footer length
-//	version          uint16  = 1
+//	crc32c           uint32  of runs + run count + footer length
+//	version          uint16  = 2
 //	magic            "FLOE"
 //
 // The fixed tail (footer length, checksum, version, magic) sits at the very
 // end so a reader that only knows the object's size can find the footer.
+//
+// The checksum covers the footer only: the body is Kafka record batches,
+// each with a CRC-32C of its own over its attributes and records (checked
+// when it is produced, and by every consumer), and a reader reads runs,
+// never a whole body it could check. Version 1 objects, from earlier
+// releases, have the same layout with the checksum over the body too;
+// computing it was a second CRC pass over every produced byte.
 //
 // The footer makes an object self-describing without the metadata store,
 // but nothing in floe reads it: the store's index rows say where each run
@@ -38,7 +45,7 @@ import (
 // parser (parseObject, object_parse_test.go) checks that what the writer
 // writes holds together.
 const (
-	objectVersion = 1
+	objectVersion = 2
 	objectMagic   = "FLOE"
 
 	runSize = 16 + 4 + 8 + 8 + 4 + 8 + 8 + 8
@@ -184,16 +191,14 @@ func (w *ObjectWriter) FinishParts(parts [][]byte) ([][]byte, []Run) {
 	runs := make([]Run, 0, nruns)
 	parts = slices.Grow(parts[:0], len(w.pending)+1)
 
-	crc := uint32(0)
 	pos := int64(0)
 	for i := range w.pending {
 		p := &w.pending[i]
 		runs = addToRun(runs, p.topic, p.partition, pos, int64(len(p.data)), p.records, p.minTS, p.maxTS)
 		parts = append(parts, p.data)
-		crc = crc32.Update(crc, castagnoli, p.data)
 		pos += int64(len(p.data))
 	}
-	footer := appendFooter(make([]byte, 0, len(runs)*runSize+minObjectSize), runs, crc)
+	footer := appendFooter(make([]byte, 0, len(runs)*runSize+minObjectSize), runs)
 	parts = append(parts, footer)
 
 	// Drop the references to the caller's batch bytes so they can be
@@ -219,17 +224,15 @@ func addToRun(runs []Run, topic TopicID, partition int32, pos, length, records, 
 	return runs
 }
 
-// appendFooter appends the footer of an object with runs to b, given crc,
-// the CRC-32C of the body.
-func appendFooter(b []byte, runs []Run, crc uint32) []byte {
+// appendFooter appends the footer of an object with runs to b.
+func appendFooter(b []byte, runs []Run) []byte {
 	start := len(b)
 	for i := range runs {
 		b = appendRun(b, &runs[i])
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(runs)))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(runs)*runSize+4))
-	crc = crc32.Update(crc, castagnoli, b[start:])
-	b = binary.BigEndian.AppendUint32(b, crc)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 	b = binary.BigEndian.AppendUint16(b, objectVersion)
 	return append(b, objectMagic...)
 }
@@ -241,7 +244,6 @@ func appendFooter(b []byte, runs []Run, crc uint32) []byte {
 // partition). Not safe for concurrent use.
 type StreamWriter struct {
 	w    io.Writer
-	crc  uint32
 	pos  int64
 	runs []Run
 }
@@ -263,14 +265,13 @@ func (s *StreamWriter) Add(topic TopicID, partition int32, batch []byte, records
 		return err
 	}
 	s.runs = addToRun(s.runs, topic, partition, s.pos, int64(len(batch)), records, minTS, maxTS)
-	s.crc = crc32.Update(s.crc, castagnoli, batch)
 	s.pos += int64(len(batch))
 	return nil
 }
 
 // Finish writes the footer and returns the object's runs in body order.
 func (s *StreamWriter) Finish() ([]Run, error) {
-	if _, err := s.w.Write(appendFooter(nil, s.runs, s.crc)); err != nil {
+	if _, err := s.w.Write(appendFooter(nil, s.runs)); err != nil {
 		return nil, err
 	}
 	return s.runs, nil

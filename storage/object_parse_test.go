@@ -53,16 +53,22 @@ func parseObject(object []byte) ([]Run, error) {
 	if string(object[n-4:]) != objectMagic {
 		return nil, fmt.Errorf("%w: bad magic %q", errCorruptObject, object[n-4:])
 	}
-	if v := binary.BigEndian.Uint16(object[n-6:]); v != objectVersion {
+	v := binary.BigEndian.Uint16(object[n-6:])
+	if v != 1 && v != objectVersion {
 		return nil, fmt.Errorf("%w: unsupported version %d", errCorruptObject, v)
-	}
-	want := binary.BigEndian.Uint32(object[n-10:])
-	if got := crc32.Checksum(object[:n-10], castagnoli); got != want {
-		return nil, fmt.Errorf("%w: checksum %08x, footer says %08x", errCorruptObject, got, want)
 	}
 	footerLen := int64(binary.BigEndian.Uint32(object[n-14:]))
 	if footerLen < 4 || footerLen > int64(n-tailSize) || (footerLen-4)%runSize != 0 {
 		return nil, fmt.Errorf("%w: footer length %d", errCorruptObject, footerLen)
+	}
+	// Version 1 checksums the body too; version 2 the footer only.
+	sum := object[:n-10]
+	if v == objectVersion {
+		sum = object[int64(n-tailSize)-footerLen : n-10]
+	}
+	want := binary.BigEndian.Uint32(object[n-10:])
+	if got := crc32.Checksum(sum, castagnoli); got != want {
+		return nil, fmt.Errorf("%w: checksum %08x, footer says %08x", errCorruptObject, got, want)
 	}
 	countAt := n - tailSize - 4
 	count := int64(binary.BigEndian.Uint32(object[countAt:]))

@@ -43,6 +43,26 @@ func (r *partsReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes what is left to read to w, part by part, without copying
+// it into a buffer first: the SDK's io.Copy of the body into its checksum
+// then hashes the parts where they lie.
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for r.i < len(r.parts) {
+		n, err := w.Write(r.parts[r.i][r.off:])
+		total += int64(n)
+		r.pos += int64(n)
+		r.off += n
+		if r.off == len(r.parts[r.i]) {
+			r.i, r.off = r.i+1, 0
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 func (r *partsReader) Seek(offset int64, whence int) (int64, error) {
 	switch whence {
 	case io.SeekStart:

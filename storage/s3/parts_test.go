@@ -53,3 +53,41 @@ func TestPartsReader(t *testing.T) {
 		t.Fatal("negative position accepted")
 	}
 }
+
+// failingWriter takes n bytes, then fails.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) <= w.n {
+		w.n -= len(p)
+		return len(p), nil
+	}
+	n := w.n
+	w.n = 0
+	return n, io.ErrShortWrite
+}
+
+// WriteTo writes the rest of the body from wherever the reader is, and
+// leaves it where a failed write stopped.
+func TestPartsReaderWriteTo(t *testing.T) {
+	parts := [][]byte{[]byte("hello "), nil, []byte("parts"), []byte(" reader")}
+	want := slices.Concat(parts...)
+	r := newPartsReader(parts)
+	for at := range int64(len(want)) + 2 {
+		r.Seek(at, io.SeekStart)
+		var b bytes.Buffer
+		n, err := r.WriteTo(&b)
+		rest := want[min(at, int64(len(want))):]
+		if err != nil || n != int64(len(rest)) || !bytes.Equal(b.Bytes(), rest) || r.Len() != 0 {
+			t.Fatalf("WriteTo from %d: %d, %v, %q (Len after %d), want %q", at, n, err, b.Bytes(), r.Len(), rest)
+		}
+	}
+	r.Seek(0, io.SeekStart)
+	if n, err := r.WriteTo(&failingWriter{n: 8}); n != 8 || err == nil {
+		t.Fatalf("WriteTo a failing writer: %d, %v", n, err)
+	}
+	rest, _ := io.ReadAll(r)
+	if !bytes.Equal(rest, want[8:]) {
+		t.Fatalf("after a failed WriteTo, read %q, want %q", rest, want[8:])
+	}
+}

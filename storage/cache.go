@@ -39,7 +39,32 @@ type CacheStats struct {
 	Evictions int64
 	// Bytes is the size of the ranges now cached.
 	Bytes int64
+
+	// Read-ahead (Fill). AheadGets counts the GETs Fill started and
+	// AheadBytes the bytes they brought in; neither is in Misses.
+	// AheadHits counts the reads that were the first of a range Fill
+	// brought in or is bringing in (they are in Hits too). AheadUnread is
+	// the bytes of ranges Fill cached that nobody read yet, and
+	// AheadEvicted counts such ranges dropped unread (read-ahead wasted).
+	AheadGets, AheadBytes, AheadHits int64
+	AheadUnread, AheadEvicted        int64
 }
+
+// Source says where Read found a range.
+type Source int
+
+const (
+	// FromGet: this call started the GET.
+	FromGet Source = iota
+	// FromCache: cached.
+	FromCache
+	// FromFlight: joined a GET in flight another reader started (so the
+	// range was not cached either).
+	FromFlight
+	// FromAhead: the first read of a range Fill brought in (or is
+	// bringing in): read-ahead that paid off.
+	FromAhead
+)
 
 type rangeKey struct {
 	key            string
@@ -49,6 +74,8 @@ type rangeKey struct {
 type cacheEntry struct {
 	k    rangeKey
 	data []byte
+	// ahead: cached by Fill and not read since (guarded by Cache.mu).
+	ahead bool
 }
 
 // flight is one GET shared by every reader of its range that arrives while
@@ -62,6 +89,10 @@ type flight struct {
 	// last one gives up, nobody wants the result: the GET is cancelled.
 	waiters int
 	cancel  context.CancelFunc
+	// ahead: started by Fill; read: a reader joined it since (both
+	// guarded by Cache.mu). A range Fill brought in that a reader already
+	// waited for is cached as read.
+	ahead, read bool
 }
 
 // NewCache returns a cache in front of b holding at most budgetBytes of
@@ -95,38 +126,110 @@ func (c *Cache) GetRange(ctx context.Context, key string, offset, length int64) 
 // its own (what CacheStats.Hits counts). An agent serving a range to
 // another agent counts with it the GETs the zone's shared cache saved.
 func (c *Cache) Read(ctx context.Context, key string, offset, length int64) (data []byte, hit bool, err error) {
+	data, src, err := c.ReadSource(ctx, key, offset, length)
+	return data, src != FromGet, err
+}
+
+// ReadSource is Read that also tells a read of what Fill brought in
+// (FromAhead) from any other hit: the fetch path goes on reading ahead of
+// a consumer whose reads read-ahead serves.
+func (c *Cache) ReadSource(ctx context.Context, key string, offset, length int64) ([]byte, Source, error) {
 	k := rangeKey{key: key, offset: offset, length: length}
 
 	c.mu.Lock()
 	if el, ok := c.entries[k]; ok {
 		c.lru.MoveToFront(el)
 		c.stats.Hits++
-		data := el.Value.(*cacheEntry).data
+		e := el.Value.(*cacheEntry)
+		src := FromCache
+		if e.ahead {
+			e.ahead, src = false, FromAhead
+			c.stats.AheadHits++
+			c.stats.AheadUnread -= int64(len(e.data))
+		}
 		c.mu.Unlock()
-		return data, true, nil
+		return e.data, src, nil
 	}
 	if err := ctx.Err(); err != nil {
 		c.mu.Unlock()
-		return nil, false, err
+		return nil, FromGet, err
 	}
-	f, hit := c.flights[k]
-	if hit {
+	src := FromGet
+	f, ok := c.flights[k]
+	if ok {
 		c.stats.Hits++
+		src = FromFlight
+		if f.ahead && !f.read {
+			src = FromAhead
+			c.stats.AheadHits++
+		}
+		f.read = true
 	} else {
 		c.stats.Misses++
-		// The GET must outlive this caller's ctx (other readers may
-		// join it) but keep its values, such as trace ids.
-		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		f = &flight{done: make(chan struct{}), cancel: cancel}
-		c.flights[k] = f
-		go c.fill(fctx, k, f)
+		f = c.startFlight(ctx, k, false)
 	}
 	f.waiters++
 	c.mu.Unlock()
+	data, err := c.wait(ctx, k, f)
+	return data, src, err
+}
 
+// Fill brings the range into the cache ahead of its readers (read-ahead)
+// and reports whether it started a GET. A range already cached or being
+// fetched is left to that (no second GET, and no wait for it). Readers
+// arriving while the GET runs join it; it is cancelled if ctx ends and no
+// reader waits for it. Fill waits for its GET, so a caller can bound the
+// GETs it runs at once.
+func (c *Cache) Fill(ctx context.Context, key string, offset, length int64) (bool, error) {
+	k := rangeKey{key: key, offset: offset, length: length}
+	c.mu.Lock()
+	if _, ok := c.entries[k]; ok {
+		c.mu.Unlock()
+		return false, nil
+	}
+	if _, ok := c.flights[k]; ok {
+		c.mu.Unlock()
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return false, err
+	}
+	c.stats.AheadGets++
+	f := c.startFlight(ctx, k, true)
+	f.waiters++
+	c.mu.Unlock()
+	_, err := c.wait(ctx, k, f)
+	return true, err
+}
+
+// Pending reports whether the range is cached or being fetched: Fill would
+// start no GET for it.
+func (c *Cache) Pending(key string, offset, length int64) bool {
+	k := rangeKey{key: key, offset: offset, length: length}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, cached := c.entries[k]
+	_, flying := c.flights[k]
+	return cached || flying
+}
+
+// startFlight starts the shared GET of k. c.mu must be held.
+func (c *Cache) startFlight(ctx context.Context, k rangeKey, ahead bool) *flight {
+	// The GET must outlive this caller's ctx (other readers may join it)
+	// but keep its values, such as trace ids.
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f := &flight{done: make(chan struct{}), cancel: cancel, ahead: ahead}
+	c.flights[k] = f
+	go c.fill(fctx, k, f)
+	return f
+}
+
+// wait waits for f, which the caller was counted a waiter of, or for ctx.
+func (c *Cache) wait(ctx context.Context, k rangeKey, f *flight) ([]byte, error) {
 	select {
 	case <-f.done:
-		return f.data, hit, f.err
+		return f.data, f.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		f.waiters--
@@ -138,7 +241,7 @@ func (c *Cache) Read(ctx context.Context, key string, offset, length int64) (dat
 			f.cancel()
 		}
 		c.mu.Unlock()
-		return nil, hit, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -153,7 +256,7 @@ func (c *Cache) Put(key string, offset int64, data []byte) {
 	if _, ok := c.flights[k]; ok {
 		return
 	}
-	c.insert(k, data)
+	c.insert(k, data, false)
 }
 
 // Has reports whether the range is cached, so GetRange would return it
@@ -175,7 +278,10 @@ func (c *Cache) fill(ctx context.Context, k rangeKey, f *flight) {
 		delete(c.flights, k)
 	}
 	if err == nil {
-		c.insert(k, data)
+		if f.ahead {
+			c.stats.AheadBytes += int64(len(data))
+		}
+		c.insert(k, data, f.ahead && !f.read)
 	}
 	f.data, f.err = data, err
 	c.mu.Unlock()
@@ -183,8 +289,9 @@ func (c *Cache) fill(ctx context.Context, k rangeKey, f *flight) {
 }
 
 // insert caches data under k and evicts least recently used ranges until
-// the cache fits its budget. c.mu must be held.
-func (c *Cache) insert(k rangeKey, data []byte) {
+// the cache fits its budget; ahead marks a range read-ahead brought in that
+// nobody read yet. c.mu must be held.
+func (c *Cache) insert(k rangeKey, data []byte, ahead bool) {
 	size := int64(len(data))
 	if size > c.budget {
 		return // would evict everything and still not fit
@@ -199,8 +306,11 @@ func (c *Cache) insert(k rangeKey, data []byte) {
 		// after this one was abandoned; both hold the same bytes.
 		return
 	}
-	c.entries[k] = c.lru.PushFront(&cacheEntry{k: k, data: data})
+	c.entries[k] = c.lru.PushFront(&cacheEntry{k: k, data: data, ahead: ahead})
 	c.stats.Bytes += size
+	if ahead {
+		c.stats.AheadUnread += size
+	}
 	for c.stats.Bytes > c.budget {
 		el := c.lru.Back()
 		e := el.Value.(*cacheEntry)
@@ -208,6 +318,10 @@ func (c *Cache) insert(k rangeKey, data []byte) {
 		delete(c.entries, e.k)
 		c.stats.Bytes -= int64(len(e.data))
 		c.stats.Evictions++
+		if e.ahead {
+			c.stats.AheadUnread -= int64(len(e.data))
+			c.stats.AheadEvicted++
+		}
 	}
 }
 

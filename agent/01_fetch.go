@@ -37,6 +37,7 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/storage"
 )
 
 func init() {
@@ -287,8 +288,11 @@ func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.
 		out = a.batcher.bufs.get(int(need))[:0]
 	}
 	var records int64
+	// behind: a range came from the object store or from read-ahead, so
+	// the consumer is catching up; next is where what was read ends.
+	behind, next := false, offset
 	for _, e := range entries {
-		data, err := a.cache.GetRange(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
+		data, src, err := a.cache.ReadSource(ctx, e.ObjectKey, e.ByteOffset, e.ByteLength)
 		if err != nil {
 			if len(out) > 0 {
 				break // serve what we have; the client asks again
@@ -296,6 +300,8 @@ func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.
 			a.log.Warn("fetch: object read failed", "key", e.ObjectKey, "err", err)
 			return fetched{}, kerr.KafkaStorageError
 		}
+		behind = behind || src != storage.FromCache
+		next = e.EndOffset
 		var n int64
 		var full bool
 		out, n, full = appendBatches(out, data, e.BaseOffset, offset, end, limit, pf.first)
@@ -310,6 +316,9 @@ func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.
 		*held += over
 	}
 	sp.RecordBatches = out
+	if behind {
+		a.ahead.after(pf.topic, sp.Partition, offset, next, end)
+	}
 	if pf.committed && len(out) > 0 {
 		aborted, err := a.store.AbortedTxns(ctx, pf.topic, sp.Partition, offset, end)
 		if err != nil {
@@ -490,8 +499,12 @@ func (a *Agent) prefetch(ctx context.Context, topic metadata.TopicID, parts []km
 		out[rp.Partition] = looked[i]
 		for _, e := range looked[i] {
 			planned += e.ByteLength
-			if a.cache.Has(e.ObjectKey, e.ByteOffset, e.ByteLength) {
-				continue // written through, or read before: nothing to start
+			if a.cache.Pending(e.ObjectKey, e.ByteOffset, e.ByteLength) {
+				// Written through, read before, or on its way (read
+				// ahead, or by another fetch): nothing to start. A read
+				// ahead is left for fetchPartition to join, so that it
+				// sees the read-ahead paid off and reads on ahead.
+				continue
 			}
 			a.bgReads.Add(1)
 			go func() {

@@ -60,6 +60,9 @@ type Agent struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
 	connWG sync.WaitGroup // connection goroutines
+	// ahead reads old data ahead of consumers catching up (readahead.go);
+	// nil when off. Its workers run under ctx and wg.
+	ahead *readAhead
 	// bgReads are object reads a fetch started ahead (prefetch); they end
 	// before Close returns.
 	bgReads sync.WaitGroup
@@ -120,6 +123,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.peers = newPeerBucket(a, a.bucket)
 	a.cache = storage.NewCache(a.peers, cfg.CacheBytes)
 	m.registerCache(a.cache)
+	a.ahead = newReadAhead(cfg, store, a.cache, m.reg)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
@@ -204,6 +208,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	context.AfterFunc(a.ctx, a.peers.closeIdle)
 	a.batcher.start()
+	if a.ahead != nil {
+		a.ahead.start(a.ctx, &a.wg)
+	}
 	for _, l := range a.lns {
 		a.wg.Add(1)
 		go a.acceptLoop(l)

@@ -132,6 +132,16 @@ type Config struct {
 
 	// CacheBytes is the read cache's budget.
 	CacheBytes int64
+	// Read-ahead for consumers catching up on old data (readahead.go):
+	// ReadAheadBytes bounds the bytes of read-ahead GETs planned or
+	// running (a memory budget; 0 turns read-ahead off),
+	// ReadAheadConcurrency the look-ups and GETs running at once, and
+	// ReadAheadEntries and ReadAheadPartitionBytes how far ahead of a
+	// consumer one partition is read, in index entries and in bytes.
+	ReadAheadBytes          int64
+	ReadAheadConcurrency    int
+	ReadAheadEntries        int
+	ReadAheadPartitionBytes int64
 	// ReadCachePeers makes the agents of a zone one read cache: a range
 	// another agent of the zone owns (rendezvous hashing) is read through
 	// that agent's cache, so the zone GETs it from object storage about
@@ -221,6 +231,14 @@ func DefaultConfig() Config {
 		LagInterval:        30 * time.Second,
 		RemotePollInterval: 100 * time.Millisecond,
 		TopicCacheTTL:      time.Second,
+
+		// Four GETs at once is what MinIO served fastest on the box of
+		// docs/scale.md section 4; 8 MiB ahead is about eleven runs of a
+		// 16-partition topic's 250 ms flushes.
+		ReadAheadBytes:          32 << 20,
+		ReadAheadConcurrency:    4,
+		ReadAheadEntries:        16,
+		ReadAheadPartitionBytes: 8 << 20,
 	}
 }
 

@@ -23,7 +23,9 @@ type MemoryBudget struct {
 //   - idle buffers: recycled frame and Fetch answer buffers kept for reuse
 //     (bufPool), at most half of --buffer-bytes;
 //   - fetch: the record bytes of Fetch answers built and not yet written;
-//   - read cache: the byte ranges of objects kept for fetches.
+//   - read cache: the byte ranges of objects kept for fetches;
+//   - read-ahead: the ranges read ahead of consumers catching up, while
+//     their GETs run (once cached they are the read cache's).
 //
 // Two exceptions let a single request or answer pass a full budget, as
 // Kafka's do: a request larger than the whole request budget is read when
@@ -35,6 +37,7 @@ func (c *Config) MemoryBudgets() []MemoryBudget {
 		{Name: "idle buffers", Flag: "buffer-bytes", Bytes: c.poolBytes()},
 		{Name: "fetch", Flag: "fetch-buffer-bytes", Bytes: c.FetchBufferBytes},
 		{Name: "read cache", Flag: "cache-bytes", Bytes: c.CacheBytes},
+		{Name: "read-ahead", Flag: "read-ahead-bytes", Bytes: c.ReadAheadBytes},
 	}, c.ProcessMemoryBudgets...)
 }
 

@@ -114,6 +114,22 @@ func (m *metrics) registerCache(c *storage.Cache) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_read_cache_bytes",
 			Help: "Bytes of the ranges the read cache holds."},
 			stat(func(s storage.CacheStats) int64 { return s.Bytes })),
+		// Read-ahead (readahead.go): its GETs are in none of the above.
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_gets_total",
+			Help: "GETs read-ahead started for consumers catching up on old data."},
+			stat(func(s storage.CacheStats) int64 { return s.AheadGets })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_bytes_total",
+			Help: "Bytes read-ahead GETs brought into the read cache."},
+			stat(func(s storage.CacheStats) int64 { return s.AheadBytes })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_hits_total",
+			Help: "Reads served by a range read-ahead brought in (or was bringing in): the first read of each such range."},
+			stat(func(s storage.CacheStats) int64 { return s.AheadHits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_evicted_total",
+			Help: "Ranges read-ahead brought in that were evicted before anyone read them."},
+			stat(func(s storage.CacheStats) int64 { return s.AheadEvicted })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_read_ahead_unread_bytes",
+			Help: "Bytes of the cached ranges read-ahead brought in that nobody read yet."},
+			stat(func(s storage.CacheStats) int64 { return s.AheadUnread })),
 	)
 }
 

@@ -10,13 +10,13 @@ import (
 // reading /metrics adds up what the agent was allowed.
 func TestMemoryBudgetGauges(t *testing.T) {
 	cfg := DevConfig()
-	cfg.BufferBytes, cfg.FetchBufferBytes, cfg.CacheBytes = 40<<20, 24<<20, 8<<20
+	cfg.BufferBytes, cfg.FetchBufferBytes, cfg.CacheBytes, cfg.ReadAheadBytes = 40<<20, 24<<20, 8<<20, 4<<20
 	budgets := cfg.MemoryBudgets()
 	m := newMetrics(budgets)
 	if n := testutil.CollectAndCount(m.memoryBudget); n != len(budgets) {
 		t.Fatalf("%d budget series, want %d", n, len(budgets))
 	}
-	want := map[string]float64{"request": 40 << 20, "idle buffers": 20 << 20, "fetch": 24 << 20, "read cache": 8 << 20}
+	want := map[string]float64{"request": 40 << 20, "idle buffers": 20 << 20, "fetch": 24 << 20, "read cache": 8 << 20, "read-ahead": 4 << 20}
 	var sum float64
 	for name, v := range want {
 		got := testutil.ToFloat64(m.memoryBudget.WithLabelValues(name))

@@ -67,12 +67,15 @@ func memoryLimit(sum, cgroup int64) (int64, string) {
 
 // devMemory lowers the agent's budgets for `floe dev`, to what a laptop
 // running a broker beside everything else expects (the sum, with dev's
-// compactor, is about 200 MiB; an agent's defaults sum to 480 MiB):
-// 32 MiB of requests in flight still keeps four 8 MiB flushes going.
+// compactor, is about 250 MiB; an agent's defaults sum to 512 MiB):
+// 32 MiB of requests in flight still keeps four 8 MiB flushes going, and
+// 8 MiB of read-ahead GETs keeps its four GETs of 2 MiB runs going.
 func devMemory(c *agent.Config) {
 	c.BufferBytes = 32 << 20
 	c.FetchBufferBytes = 32 << 20
 	c.CacheBytes = 64 << 20
+	c.ReadAheadBytes = 8 << 20
+	c.ReadAheadPartitionBytes = 4 << 20
 }
 
 // cgroupMemoryLimit is the first limit the files give, or 0: "max", a

@@ -70,13 +70,14 @@ func TestDevMemoryBudgets(t *testing.T) {
 			t.Errorf("budget %q names --%s, which floe dev does not have", b.Name, b.Flag)
 		}
 	}
-	// 32 request + 16 idle + 32 fetch + 64 cache + 16 merges + 3 × 16 key
-	// compaction + 40 iceberg (docs/architecture.md, Memory).
-	if got := agent.SumBudgets(bs); got != 248<<20 {
-		t.Errorf("floe dev's budgets sum to %d MiB, want 248: %+v", got>>20, bs)
+	// 32 request + 16 idle + 32 fetch + 64 cache + 8 read-ahead + 16
+	// merges + 3 × 16 key compaction + 40 iceberg (docs/architecture.md,
+	// Memory).
+	if got := agent.SumBudgets(bs); got != 256<<20 {
+		t.Errorf("floe dev's budgets sum to %d MiB, want 256: %+v", got>>20, bs)
 	}
 	f.iceberg.enabled = false
-	if got := agent.SumBudgets(f.memoryBudgets()); got != 208<<20 {
-		t.Errorf("without Iceberg, floe dev's budgets sum to %d MiB, want 208", got>>20)
+	if got := agent.SumBudgets(f.memoryBudgets()); got != 216<<20 {
+		t.Errorf("without Iceberg, floe dev's budgets sum to %d MiB, want 216", got>>20)
 	}
 }

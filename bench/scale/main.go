@@ -94,6 +94,7 @@ type options struct {
 	rawGetFor     time.Duration
 	minFreeDisk   int64
 	fallbackBytes int64
+	oldFlags      []string // extra flags of old-reads' agents
 }
 
 // spec returns a fresh agent of the given store: a new data directory, or
@@ -146,7 +147,9 @@ func run() error {
 	flag.DurationVar(&o.rawGetFor, "raw-get-for", 15*time.Second, "how long each raw GET concurrency runs")
 	flag.Int64Var(&o.minFreeDisk, "min-free-disk", 20e9, "if producing -old-bytes would leave less free disk than this, produce -fallback-bytes instead")
 	flag.Int64Var(&o.fallbackBytes, "fallback-bytes", 4e9, "what old-reads produces when the disk is short")
+	oldFlags := flag.String("old-reads-flags", "", "space-separated extra `flags` of the old-reads scenario's agents (e.g. --read-ahead-bytes=0)")
 	flag.Parse()
+	o.oldFlags = strings.Fields(*oldFlags)
 	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 	tmp, err := os.MkdirTemp("", "floe-scale-")

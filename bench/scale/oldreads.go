@@ -36,7 +36,7 @@ func (e *env) oldReads(ctx context.Context, store string, r *result) error {
 			float64(e.opts.fallbackBytes)/1e9, float64(total)/1e9)
 		total = e.opts.fallbackBytes
 	}
-	spec, err := e.spec(ctx, store)
+	spec, err := e.spec(ctx, store, e.opts.oldFlags...)
 	if err != nil {
 		return err
 	}

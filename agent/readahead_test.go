@@ -232,7 +232,7 @@ func TestReadAheadWithinBudget(t *testing.T) {
 // closes are cancelled, and Close waits for its workers.
 func TestReadAheadStopsOnClose(t *testing.T) {
 	b := &aheadBucket{Bucket: mem.New()}
-	ta := newTestAgent(t, b, func(c *Config) { c.DrainDelay = 0 })
+	ta := newTestAgent(t, b, func(c *Config) { c.DrainDelay, c.ReadAheadConcurrency = 0, 4 })
 	topic, entries := produceObjects(t, ta, "ahead-close", 20)
 	b.mu.Lock()
 	b.block = map[string]bool{}

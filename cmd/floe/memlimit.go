@@ -69,7 +69,7 @@ func memoryLimit(sum, cgroup int64) (int64, string) {
 // running a broker beside everything else expects (the sum, with dev's
 // compactor, is about 250 MiB; an agent's defaults sum to 512 MiB):
 // 32 MiB of requests in flight still keeps four 8 MiB flushes going, and
-// 8 MiB of read-ahead GETs keeps its four GETs of 2 MiB runs going.
+// 8 MiB of read-ahead GETs keeps its sixteen GETs of runs of 512 KiB going.
 func devMemory(c *agent.Config) {
 	c.BufferBytes = 32 << 20
 	c.FetchBufferBytes = 32 << 20

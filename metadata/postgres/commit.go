@@ -25,25 +25,8 @@ const commitShards = 16
 // metadata/internal/groupcommit): CommitCount still counts one commit per
 // object.
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
-	if err := obj.Validate(); err != nil {
-		return nil, err
-	}
-	res, err := s.group.Commit(ctx, obj)
-	if err != nil {
-		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
-	}
-	return res, nil
+	return s.group.CommitObject(ctx, obj)
 }
-
-// Group commit limits: the most objects, and runs, one transaction of
-// commitObjects holds. A group is what one agent's flushes in flight add
-// up to (--flush-concurrency, 4 by default), so the object limit is
-// rarely reached; the run limit keeps a transaction's locks and arrays
-// to what one large flush has.
-const (
-	maxGroupObjects = 64
-	maxGroupRuns    = 4096
-)
 
 // commitObjects commits objs, already validated, in one transaction: each
 // object's runs get their offsets after those of the objects before it.

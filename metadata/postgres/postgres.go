@@ -67,7 +67,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s := &Store{Store: sqlstore.New(sqlDB{pool}, dialect{}, batches{pool}), pool: pool}
-	s.group = groupcommit.New(s.commitObjects, maxGroupObjects, maxGroupRuns)
+	s.group = groupcommit.New(s.commitObjects, groupcommit.MaxObjects, groupcommit.MaxRuns)
 	return s, nil
 }
 

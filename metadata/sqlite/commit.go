@@ -17,22 +17,8 @@ import (
 // WAL sync (group commit, metadata/internal/groupcommit), in the order they
 // arrived; CommitCount still counts one commit per object.
 func (s *Store) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
-	if err := obj.Validate(); err != nil {
-		return nil, err
-	}
-	res, err := s.group.Commit(ctx, obj)
-	if err != nil {
-		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
-	}
-	return res, nil
+	return s.group.CommitObject(ctx, obj)
 }
-
-// Group commit limits: the most objects, and runs, one transaction of
-// commitObjects holds (as the PostgreSQL store's).
-const (
-	maxGroupObjects = 64
-	maxGroupRuns    = 4096
-)
 
 // commitObjects commits objs, already validated, in one transaction: each
 // object's runs get their offsets after those of the objects before it.

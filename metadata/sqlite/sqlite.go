@@ -104,7 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetConnMaxIdleTime(0)
 	s := &Store{w: w, now: time.Now}
 	s.Store = sqlstore.New(sqlDB{s}, dialect{}, batches{s})
-	s.group = groupcommit.New(s.commitObjects, maxGroupObjects, maxGroupRuns)
+	s.group = groupcommit.New(s.commitObjects, groupcommit.MaxObjects, groupcommit.MaxRuns)
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

@@ -16,6 +16,7 @@ package groupcommit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"floe/metadata"
@@ -52,10 +53,33 @@ type call struct {
 	err  error
 }
 
+// The limits both stores give New: the most objects, and runs, one group
+// holds. A group is what one agent's flushes in flight add up to
+// (--flush-concurrency, 4 by default), so the object limit is rarely
+// reached; the run limit keeps a transaction's locks and arrays to what
+// one large flush has.
+const (
+	MaxObjects = 64
+	MaxRuns    = 4096
+)
+
 // New returns a Committer over commit. A group holds at most maxGroup
 // objects and maxRuns runs; values below 1 mean 1 object and no run limit.
 func New(commit CommitFunc, maxGroup, maxRuns int) *Committer {
 	return &Committer{commit: commit, maxGroup: max(1, maxGroup), maxRuns: maxRuns}
+}
+
+// CommitObject is Store.CommitObject over c: obj is validated, then
+// committed by Commit.
+func (c *Committer) CommitObject(ctx context.Context, obj metadata.ObjectCommit) ([]metadata.RunResult, error) {
+	if err := obj.Validate(); err != nil {
+		return nil, err
+	}
+	res, err := c.Commit(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("commit object %s: %w", obj.Key, err)
+	}
+	return res, nil
 }
 
 // Commit commits obj, alone or in one transaction with the calls

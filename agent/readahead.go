@@ -23,9 +23,17 @@ import (
 // watermark has nothing ahead and reads nothing ahead, so a tailing consumer
 // never causes any.
 //
+// A partition may have several consumers at different offsets (streams):
+// a fetch continues the stream whose last fetch offset it is at or after
+// and whose planned entries it has not passed, else it starts a new one
+// (at most aheadStreams a partition, the least recently used replaced). A
+// stream's window starts at an eighth of cfg.ReadAheadPartitionBytes and
+// doubles with each plan, so a consumer that reads little wastes little.
+//
 // Bounds: at most cfg.ReadAheadEntries index entries and
-// cfg.ReadAheadPartitionBytes bytes ahead of a partition's last fetch
-// offset (refilled once less than half is left); the bytes of planned and
+// cfg.ReadAheadPartitionBytes bytes ahead of a partition's consumers, all
+// streams together, each stream refilled once less than half its window
+// is left; the bytes of planned and
 // running GETs within the read-ahead budget (cfg.ReadAheadBytes, one of
 // the agent's memory budgets: once cached they are the read cache's); at
 // most cfg.ReadAheadConcurrency look-ups and GETs at once; and none while
@@ -58,14 +66,28 @@ type aheadKey struct {
 	partition int32
 }
 
-// aheadPart is what read-ahead planned of one partition.
-type aheadPart struct {
+// aheadPart is what read-ahead planned of one partition: its streams,
+// least recently used first.
+type aheadPart struct{ streams []*aheadStream }
+
+// aheadStream is what read-ahead planned for one consumer of a partition.
+type aheadStream struct {
+	pos int64 // the fetch offset of the stream's last fetch
+	end int64 // where what it read or planned ends: the next plan's start
 	// planned are the entries read ahead (or found cached), in offset
-	// order, from the partition's last fetch offset on.
+	// order, that end after pos.
 	planned []aheadRange
-	// planning: a look-up for the partition is queued or running; no
-	// second one starts meanwhile.
+	window  int64 // bytes the stream may have ahead now
+	// planning: a look-up for the stream is queued or running; no second
+	// one starts meanwhile.
 	planning bool
+}
+
+func (s *aheadStream) ahead() (n int64) {
+	for _, pr := range s.planned {
+		n += pr.bytes
+	}
+	return n
 }
 
 type aheadRange struct{ end, bytes int64 }
@@ -77,6 +99,8 @@ const (
 	// aheadParts bounds the partitions whose plans are remembered; a
 	// forgotten plan costs one more index look-up.
 	aheadParts = 4096
+	// aheadStreams bounds the streams remembered per partition.
+	aheadStreams = 8
 )
 
 // newReadAhead returns nil when cfg turns read-ahead off (no budget, no
@@ -139,43 +163,87 @@ func (r *readAhead) after(topic metadata.TopicID, partition int32, offset, next,
 	p := r.parts[k]
 	if p == nil {
 		if len(r.parts) >= aheadParts {
-			for old, op := range r.parts { // any one not planning
-				if !op.planning {
-					delete(r.parts, old)
-					break
-				}
+			for old := range r.parts { // any one
+				delete(r.parts, old)
+				break
 			}
 		}
 		p = &aheadPart{}
 		r.parts[k] = p
 	}
+	st := p.stream(offset, next, r.bytes/8)
+	if st == nil {
+		r.mu.Unlock()
+		return // every stream of the partition is planning
+	}
 	// What ends at or before the fetch offset was read: no longer ahead.
+	st.pos = offset
 	i := 0
-	for i < len(p.planned) && p.planned[i].end <= offset {
+	for i < len(st.planned) && st.planned[i].end <= offset {
 		i++
 	}
-	p.planned = p.planned[i:]
-	var ahead int64
-	for _, pr := range p.planned {
-		ahead += pr.bytes
+	st.planned = st.planned[i:]
+	var partBytes int64
+	partEntries := 0
+	for _, o := range p.streams {
+		partBytes += o.ahead()
+		partEntries += len(o.planned)
 	}
-	if p.planning || ahead*2 >= r.bytes || len(p.planned)*2 >= r.entries {
+	ahead := st.ahead()
+	if st.planning || ahead*2 >= st.window || len(st.planned)*2 >= r.entries {
 		r.mu.Unlock()
-		return // being planned, or at least half still ahead
+		return // being planned, or at least half its window still ahead
 	}
-	from := next
-	if n := len(p.planned); n > 0 {
-		from = max(from, p.planned[n-1].end)
+	wantBytes := min(st.window-ahead, r.bytes-partBytes)
+	wantEntries := r.entries - partEntries
+	if wantBytes <= 0 || wantEntries <= 0 {
+		r.mu.Unlock()
+		return // the partition's other streams hold all it may have ahead
 	}
-	wantBytes, wantEntries := r.bytes-ahead, r.entries-len(p.planned)
-	p.planning = true
+	from := max(next, st.end)
+	st.window = min(st.window*2, r.bytes)
+	st.planning = true
 	r.mu.Unlock()
 
-	if !r.queue(func(ctx context.Context) { r.plan(ctx, k, from, end, wantBytes, wantEntries) }) {
+	if !r.queue(func(ctx context.Context) { r.plan(ctx, st, k, from, end, wantBytes, wantEntries) }) {
 		r.mu.Lock()
-		p.planning = false
+		st.planning = false
 		r.mu.Unlock()
 	}
+}
+
+// stream returns the stream a fetch from offset that read up to next
+// continues, made most recently used, or a new one with the given window
+// (replacing the least recently used stream not planning); nil if none
+// can be replaced. r.mu must be held.
+func (p *aheadPart) stream(offset, next, window int64) *aheadStream {
+	at := -1
+	for i, s := range p.streams {
+		if s.pos <= offset && offset <= s.end && (at < 0 || s.pos > p.streams[at].pos) {
+			at = i
+		}
+	}
+	var s *aheadStream
+	switch {
+	case at >= 0:
+		s = p.streams[at]
+		p.streams = append(p.streams[:at], p.streams[at+1:]...)
+	case len(p.streams) < aheadStreams:
+		s = &aheadStream{pos: offset, end: next, window: window}
+	default:
+		for i, o := range p.streams {
+			if !o.planning {
+				p.streams = append(p.streams[:i], p.streams[i+1:]...)
+				s = &aheadStream{pos: offset, end: next, window: window}
+				break
+			}
+		}
+		if s == nil {
+			return nil
+		}
+	}
+	p.streams = append(p.streams, s)
+	return s
 }
 
 // queue hands t to a worker, or reports false when the queue is full.
@@ -196,17 +264,18 @@ func (r *readAhead) pressure(n int64) bool {
 	return (r.cache.Stats().AheadUnread+r.budget.inUse()+n)*2 > r.cacheBytes
 }
 
-// plan looks up the index entries of k from offset from on (up to end,
+// plan looks up the index entries of k for stream st from offset from on (up to end,
 // wantBytes and wantEntries) and queues the GETs of those not cached or in
 // flight, within the budget, in offset order; it stops at the first that
 // does not fit.
-func (r *readAhead) plan(ctx context.Context, k aheadKey, from, end, wantBytes int64, wantEntries int) {
+func (r *readAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from, end, wantBytes int64, wantEntries int) {
 	var planned []aheadRange
 	defer func() {
 		r.mu.Lock()
-		if p := r.parts[k]; p != nil {
-			p.planning = false
-			p.planned = append(p.planned, planned...)
+		st.planning = false
+		st.planned = append(st.planned, planned...)
+		if n := len(planned); n > 0 {
+			st.end = max(st.end, planned[n-1].end)
 		}
 		r.mu.Unlock()
 	}()

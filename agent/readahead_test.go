@@ -166,6 +166,45 @@ func TestReadAheadServesCatchUp(t *testing.T) {
 	}
 }
 
+// TestReadAheadTwoConsumersOfAPartition: two consumers reading one
+// partition from different offsets, fetches interleaved, are two streams:
+// read-ahead serves both (one plan per partition served only the one
+// furthest ahead, and read on past where it stopped).
+func TestReadAheadTwoConsumersOfAPartition(t *testing.T) {
+	b := &aheadBucket{Bucket: mem.New(), delay: 10 * time.Millisecond}
+	ta := newTestAgent(t, b)
+	const n = 60
+	topic, _ := produceObjects(t, ta, "ahead-two", n)
+	cl := ta.client(t)
+	gets0, st0 := b.gets.Load(), ta.cache.Stats()
+	low, high := int64(0), int64(n/2)
+	for low < n/2 || high < n {
+		if low < n/2 {
+			low = fetchAhead(t, cl, topic, low, aheadValue+1000)
+		}
+		if high < n {
+			high = fetchAhead(t, cl, topic, high, aheadValue+1000)
+		}
+	}
+	settle(t, ta)
+	st := ta.cache.Stats()
+	misses, aheadHits := st.Misses-st0.Misses, st.AheadHits-st0.AheadHits
+	t.Logf("%d GETs, %d misses, %d read-ahead GETs, %d read-ahead hits",
+		b.gets.Load()-gets0, misses, st.AheadGets-st0.AheadGets, aheadHits)
+	// One plan per partition gave 16 misses and 44 hits here.
+	if misses > 10 {
+		t.Errorf("two consumers missed the cache %d times, want at most 10 (their first fetches)", misses)
+	}
+	if aheadHits < n-10 {
+		t.Errorf("%d read-ahead hits over %d objects, want at least %d", aheadHits, n, n-10)
+	}
+	// The low consumer stops where the high one started: what its stream
+	// read past that is the high one's anyway.
+	if gets := b.gets.Load() - gets0; gets != n {
+		t.Errorf("%d GETs for %d objects, want one each", gets, n)
+	}
+}
+
 // TestReadAheadNotForTailingConsumer: fetches that reach the high
 // watermark, from the bucket or written through, read nothing ahead.
 func TestReadAheadNotForTailingConsumer(t *testing.T) {

@@ -24,9 +24,10 @@ import (
 // never causes any.
 //
 // A partition may have several consumers at different offsets (streams):
-// a fetch continues the stream whose last fetch offset it is at or after
-// and whose planned entries it has not passed, else it starts a new one
-// (at most aheadStreams a partition, the least recently used replaced). A
+// a fetch continues the stream with the highest last fetch offset at or
+// below its own (consumers move forward; one that outran what was planned
+// for it is still that stream), else it starts a new one (at most
+// aheadStreams a partition, the least recently used replaced). A
 // stream's window starts at an eighth of cfg.ReadAheadPartitionBytes and
 // doubles with each plan, so a consumer that reads little wastes little.
 //
@@ -177,7 +178,7 @@ func (r *readAhead) after(topic metadata.TopicID, partition int32, offset, next,
 		return // every stream of the partition is planning
 	}
 	// What ends at or before the fetch offset was read: no longer ahead.
-	st.pos = offset
+	st.pos, st.end = offset, max(st.end, next)
 	i := 0
 	for i < len(st.planned) && st.planned[i].end <= offset {
 		i++
@@ -213,13 +214,14 @@ func (r *readAhead) after(topic metadata.TopicID, partition int32, offset, next,
 }
 
 // stream returns the stream a fetch from offset that read up to next
-// continues, made most recently used, or a new one with the given window
+// continues (the one with the highest pos at or below offset), made most
+// recently used, or a new one with the given window
 // (replacing the least recently used stream not planning); nil if none
 // can be replaced. r.mu must be held.
 func (p *aheadPart) stream(offset, next, window int64) *aheadStream {
 	at := -1
 	for i, s := range p.streams {
-		if s.pos <= offset && offset <= s.end && (at < 0 || s.pos > p.streams[at].pos) {
+		if s.pos <= offset && (at < 0 || s.pos > p.streams[at].pos) {
 			at = i
 		}
 	}

@@ -177,16 +177,21 @@ func (r *readAhead) after(topic metadata.TopicID, partition int32, offset, next,
 		r.mu.Unlock()
 		return // every stream of the partition is planning
 	}
-	// What ends at or before the fetch offset was read: no longer ahead.
 	st.pos, st.end = offset, max(st.end, next)
-	i := 0
-	for i < len(st.planned) && st.planned[i].end <= offset {
-		i++
-	}
-	st.planned = st.planned[i:]
+	// What ends at or before the fetch offset is behind this consumer, and
+	// behind every stream that is not ahead of it: no longer ahead. (A
+	// stream whose consumer stopped would otherwise hold the partition's
+	// bounds for good.)
 	var partBytes int64
 	partEntries := 0
 	for _, o := range p.streams {
+		if o.pos <= offset {
+			i := 0
+			for i < len(o.planned) && o.planned[i].end <= offset {
+				i++
+			}
+			o.planned = o.planned[i:]
+		}
 		partBytes += o.ahead()
 		partEntries += len(o.planned)
 	}

@@ -98,39 +98,38 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 // registerCache exports the read cache's counters: its hit rate is what
 // says whether consumers of old data cost object-store GETs.
 func (m *metrics) registerCache(c *storage.Cache) {
-	stat := func(f func(storage.CacheStats) int64) func() float64 {
-		return func() float64 { return float64(f(c.Stats())) }
-	}
-	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_cache_hits_total",
-			Help: "Read-cache look-ups that started no object-store GET: cached, or joined a GET in flight."},
-			stat(func(s storage.CacheStats) int64 { return s.Hits })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_cache_misses_total",
-			Help: "Read-cache look-ups that started a GET (to the zone's owning agent or the object store)."},
-			stat(func(s storage.CacheStats) int64 { return s.Misses })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_cache_evictions_total",
-			Help: "Ranges dropped from the read cache to stay within its budget."},
-			stat(func(s storage.CacheStats) int64 { return s.Evictions })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_read_cache_bytes",
-			Help: "Bytes of the ranges the read cache holds."},
-			stat(func(s storage.CacheStats) int64 { return s.Bytes })),
+	for _, st := range []struct {
+		name, help string
+		gauge      bool
+		value      func(storage.CacheStats) int64
+	}{
+		{"floe_agent_read_cache_hits_total", "Read-cache look-ups that started no object-store GET: cached, or joined a GET in flight.",
+			false, func(s storage.CacheStats) int64 { return s.Hits }},
+		{"floe_agent_read_cache_misses_total", "Read-cache look-ups that started a GET (to the zone's owning agent or the object store).",
+			false, func(s storage.CacheStats) int64 { return s.Misses }},
+		{"floe_agent_read_cache_evictions_total", "Ranges dropped from the read cache to stay within its budget.",
+			false, func(s storage.CacheStats) int64 { return s.Evictions }},
+		{"floe_agent_read_cache_bytes", "Bytes of the ranges the read cache holds.",
+			true, func(s storage.CacheStats) int64 { return s.Bytes }},
 		// Read-ahead (readahead.go): its GETs are in none of the above.
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_gets_total",
-			Help: "GETs read-ahead started for consumers catching up on old data."},
-			stat(func(s storage.CacheStats) int64 { return s.AheadGets })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_bytes_total",
-			Help: "Bytes read-ahead GETs brought into the read cache."},
-			stat(func(s storage.CacheStats) int64 { return s.AheadBytes })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_hits_total",
-			Help: "Reads served by a range read-ahead brought in (or was bringing in): the first read of each such range."},
-			stat(func(s storage.CacheStats) int64 { return s.AheadHits })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "floe_agent_read_ahead_evicted_total",
-			Help: "Ranges read-ahead brought in that were evicted before anyone read them."},
-			stat(func(s storage.CacheStats) int64 { return s.AheadEvicted })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_read_ahead_unread_bytes",
-			Help: "Bytes of the cached ranges read-ahead brought in that nobody read yet."},
-			stat(func(s storage.CacheStats) int64 { return s.AheadUnread })),
-	)
+		{"floe_agent_read_ahead_gets_total", "GETs read-ahead started for consumers catching up on old data.",
+			false, func(s storage.CacheStats) int64 { return s.AheadGets }},
+		{"floe_agent_read_ahead_bytes_total", "Bytes read-ahead GETs brought into the read cache.",
+			false, func(s storage.CacheStats) int64 { return s.AheadBytes }},
+		{"floe_agent_read_ahead_hits_total", "Reads served by a range read-ahead brought in (or was bringing in): the first read of each such range.",
+			false, func(s storage.CacheStats) int64 { return s.AheadHits }},
+		{"floe_agent_read_ahead_evicted_total", "Ranges read-ahead brought in that were evicted before anyone read them.",
+			false, func(s storage.CacheStats) int64 { return s.AheadEvicted }},
+		{"floe_agent_read_ahead_unread_bytes", "Bytes of the cached ranges read-ahead brought in that nobody read yet.",
+			true, func(s storage.CacheStats) int64 { return s.AheadUnread }},
+	} {
+		f := func() float64 { return float64(st.value(c.Stats())) }
+		if st.gauge {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: st.name, Help: st.help}, f))
+		} else {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: st.name, Help: st.help}, f))
+		}
+	}
 }
 
 func (m *metrics) observeRequest(key int16, d time.Duration) {

@@ -122,6 +122,9 @@ type Compactor struct {
 	// every round.
 	loggedMu sync.Mutex
 	logged   map[any]time.Time
+	// lastOrphanScan is when gc last listed the bucket for orphans: it
+	// does once per grace period (deleteOrphans), not every round.
+	lastOrphanScan time.Time
 
 	loop *periodic.Loop
 }

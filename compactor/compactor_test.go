@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"floe/metadata"
 	"floe/storage"
 	"floe/storage/mem"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestEncodeBatch(t *testing.T) {
@@ -578,5 +582,52 @@ func TestKeyCompactionHold(t *testing.T) {
 	// Below the hold only the compacted range's last record survives.
 	if fmt.Sprint(offs) != "[4 5 6 7 8 9]" {
 		t.Fatalf("offsets after key compaction under a hold at 5: %v", offs)
+	}
+}
+
+// listCounting counts a bucket's List calls.
+type listCounting struct {
+	storage.Bucket
+	lists atomic.Int64
+}
+
+func (b *listCounting) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	b.lists.Add(1)
+	return b.Bucket.List(ctx, prefix, fn)
+}
+
+// TestGCOrphanScanOncePerGrace: listing the bucket for orphans (every
+// object, on S3 a LIST per thousand) happens once per grace period, not
+// every round, and still deletes an orphan once it is older than that.
+func TestGCOrphanScanOncePerGrace(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	e := newEnv(t, func(c *Config) { c.Grace = grace })
+	lb := &listCounting{Bucket: e.bucket}
+	e.c = New(e.c.cfg, e.store, lb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	orphan := storage.NewObjectKey()
+	if err := e.bucket.Put(e.ctx, orphan, []byte("never committed")); err != nil {
+		t.Fatal(err)
+	}
+	scans := func() float64 { return testutil.ToFloat64(e.c.metrics.orphanScans) }
+	e.runOnce()
+	e.runOnce()
+	e.runOnce()
+	if lb.lists.Load() != 1 || scans() != 1 {
+		t.Fatalf("three rounds within the grace period listed the bucket %d times (%v scans), want once", lb.lists.Load(), scans())
+	}
+	if !e.bucketKeys()[orphan] {
+		t.Fatal("orphan deleted before the grace period")
+	}
+	time.Sleep(grace + 50*time.Millisecond)
+	e.runOnce()
+	if lb.lists.Load() != 2 || scans() != 2 {
+		t.Fatalf("a round after the grace period: %d listings, %v scans, want 2", lb.lists.Load(), scans())
+	}
+	if e.bucketKeys()[orphan] {
+		t.Fatal("orphan older than the grace period not deleted")
+	}
+	e.runOnce()
+	if lb.lists.Load() != 2 {
+		t.Fatalf("the round right after a scan listed again (%d listings)", lb.lists.Load())
 	}
 }

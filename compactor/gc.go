@@ -24,7 +24,10 @@ const objectPrefix = "objects/"
 //     repeats an idempotent delete);
 //  3. objects in the bucket the store does not know, last modified more
 //     than Grace ago, are orphans — PUT by an agent or compactor that died
-//     before its commit — and are deleted.
+//     before its commit — and are deleted. This step lists every object in
+//     the bucket and asks the store about each, so it runs once per grace
+//     period rather than every round: an orphan cannot be deleted before
+//     it is Grace old anyway, and goes by twice that.
 //
 // The grace period lets fetches that read an index row just before it
 // went away still GET its object.
@@ -59,7 +62,17 @@ func (c *Compactor) gc(ctx context.Context, l *metadata.JobLease) error {
 			break
 		}
 	}
-	return c.deleteOrphans(ctx, l)
+	// Rounds run under the job's lease one compactor at a time, so
+	// lastOrphanScan needs no lock; with several compactors taking turns,
+	// each scans at most once per grace period.
+	if now := time.Now(); c.lastOrphanScan.IsZero() || now.Sub(c.lastOrphanScan) >= c.cfg.Grace {
+		if err := c.deleteOrphans(ctx, l); err != nil {
+			return err
+		}
+		c.lastOrphanScan = now
+		c.metrics.orphanScans.Inc()
+	}
+	return nil
 }
 
 // deleteOrphans lists the bucket and deletes unknown objects older than the

@@ -27,6 +27,7 @@ type metrics struct {
 	conflicts      prometheus.Counter
 	deleted        *prometheus.CounterVec
 	reclaimedBytes prometheus.Counter
+	orphanScans    prometheus.Counter
 	logStartMoves  prometheus.Counter
 	retentionHeld  prometheus.Counter
 	keyCompactions prometheus.Counter
@@ -49,6 +50,7 @@ func newMetrics() *metrics {
 		conflicts:      prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_swap_conflicts_total", Help: "Swaps abandoned because a source row changed meanwhile."}),
 		deleted:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_compactor_deleted_objects_total", Help: "Objects deleted from the bucket, by reason (replaced, orphan)."}, []string{"reason"}),
 		reclaimedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_reclaimed_bytes_total", Help: "Bytes of objects deleted from the bucket."}),
+		orphanScans:    prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_orphan_scans_total", Help: "Listings of the bucket's objects for orphans (once per grace period)."}),
 		logStartMoves:  prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_retention_advances_total", Help: "Partition log start offsets advanced by retention."}),
 		retentionHeld:  prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_retention_held_total", Help: "Times retention kept expired records of a partition because its topic's Iceberg table does not have them yet."}),
 		keyCompactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_key_compactions_total", Help: "Partitions key-compacted."}),
@@ -57,7 +59,7 @@ func newMetrics() *metrics {
 			Help: "Partitions a job skipped because their stored bytes could not be read (batches that do not frame, records that do not decode), by job."}, []string{"job"}),
 	}
 	m.reg.MustRegister(m.jobs, m.objects, m.objectBytes, m.indexRows, m.lag, m.merges, m.mergedObjects, m.mergedBytes, m.pacedSeconds,
-		m.conflicts, m.deleted, m.reclaimedBytes, m.logStartMoves, m.retentionHeld, m.keyCompactions, m.removedRecords, m.unreadable)
+		m.conflicts, m.deleted, m.reclaimedBytes, m.orphanScans, m.logStartMoves, m.retentionHeld, m.keyCompactions, m.removedRecords, m.unreadable)
 	return m
 }
 

@@ -205,6 +205,53 @@ func TestReadAheadTwoConsumersOfAPartition(t *testing.T) {
 	}
 }
 
+// TestReadAheadStoppedConsumerFreesItsBounds: two consumers of a
+// partition, fetches interleaved, the one behind stopping where the other
+// started. What the stopped one's stream read ahead, now behind the other
+// consumer, no longer counts against the partition's bounds (it held
+// them for good: --read-ahead-entries is shared by the partition's
+// streams, so the consumer left was read ahead for less and less).
+func TestReadAheadStoppedConsumerFreesItsBounds(t *testing.T) {
+	b := &aheadBucket{Bucket: mem.New(), delay: 10 * time.Millisecond}
+	ta := newTestAgent(t, b)
+	const n = 60
+	topic, _ := produceObjects(t, ta, "ahead-stopped", n)
+	cl := ta.client(t)
+	low, high := int64(0), int64(n/3)
+	for low < n/3 {
+		low = fetchAhead(t, cl, topic, low, aheadValue+1000)
+		high = fetchAhead(t, cl, topic, high, aheadValue+1000)
+	}
+	settle(t, ta)
+	// behind counts the streams, and the planned entries that end at or
+	// before offset (a fetch's start: what it read itself is trimmed by
+	// the next).
+	behind := func(offset int64) (streams, entries int) {
+		ta.ahead.mu.Lock()
+		defer ta.ahead.mu.Unlock()
+		for _, s := range ta.ahead.parts[aheadKey{topic.ID, 0}].streams {
+			streams++
+			for _, pr := range s.planned {
+				if pr.end <= offset {
+					entries++
+				}
+			}
+		}
+		return streams, entries
+	}
+	if streams, _ := behind(0); streams != 2 {
+		t.Fatalf("%d read-ahead streams, want one per consumer", streams)
+	}
+	for high < n-5 {
+		from := high
+		high = fetchAhead(t, cl, topic, from, aheadValue+1000)
+		settle(t, ta)
+		if _, entries := behind(from); entries > 0 {
+			t.Fatalf("after a fetch at %d, %d entries planned behind it still count against the partition's bounds", from, entries)
+		}
+	}
+}
+
 // TestReadAheadNotForTailingConsumer: fetches that reach the high
 // watermark, from the bucket or written through, read nothing ahead.
 func TestReadAheadNotForTailingConsumer(t *testing.T) {

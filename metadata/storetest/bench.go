@@ -46,6 +46,52 @@ func Bench(b *testing.B, open func(b *testing.B) metadata.Store) {
 	}
 	b.Run("flush=16x2", func(b *testing.B) { benchFlush(b, open(b), 16, 2, false) })
 	b.Run("flush=16x2idempotent", func(b *testing.B) { benchFlush(b, open(b), 16, 2, true) })
+	b.Run("merge=32x16", func(b *testing.B) { benchMerge(b, open(b), 32, 16) })
+}
+
+// benchMerge measures the compactor's swap of a level-0 merge: ReplaceRows
+// of the rows of objects flushes committed one after another, each with a
+// run of every one of partitions partitions, by one row per partition
+// (what `floe dev`'s compactor does every 32 flushes). Only the swap is
+// timed; the commits before each are not.
+func benchMerge(b *testing.B, s metadata.Store, objects, partitions int) {
+	ctx := context.Background()
+	tp, err := s.CreateTopic(ctx, "bench", int32(partitions), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const runBytes = 1000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		keys := make([]string, objects)
+		for o := range keys {
+			keys[o] = fmt.Sprintf("bench-%d-%d", i, o)
+			obj := metadata.ObjectCommit{Key: keys[o], Size: int64(partitions) * runBytes, AgentID: "bench"}
+			for p := range partitions {
+				obj.Runs = append(obj.Runs, metadata.RunCommit{TopicID: tp.ID, Partition: int32(p), ByteOffset: int64(p) * runBytes,
+					ByteLength: runBytes, Batches: 1, Records: 10, MinTimestamp: 1, MaxTimestamp: 2})
+			}
+			if _, err := s.CommitObject(ctx, obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sources, err := s.ObjectRows(ctx, keys)
+		if err != nil || len(sources) != objects*partitions {
+			b.Fatalf("ObjectRows: %d rows, %v", len(sources), err)
+		}
+		r := metadata.Replacement{Sources: sources, Key: fmt.Sprintf("merged-%d", i), Level: 1, Grace: time.Hour}
+		for j := 0; j < len(sources); j += objects {
+			first, last := sources[j], sources[j+objects-1]
+			r.Rows = append(r.Rows, metadata.IndexEntry{TopicID: first.TopicID, Partition: first.Partition, BaseOffset: first.BaseOffset,
+				EndOffset: last.EndOffset, ObjectKey: r.Key, ByteOffset: r.Size, ByteLength: int64(objects) * runBytes,
+				Batches: int32(objects), MinTimestamp: 1, MaxTimestamp: 2})
+			r.Size += int64(objects) * runBytes
+		}
+		b.StartTimer()
+		if err := s.ReplaceRows(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // benchFlush commits objects of one run per partition, each run holding

@@ -156,6 +156,30 @@ func testReplaceRowsPartial(t *testing.T, s metadata.Store) {
 	}
 }
 
+// testReplaceRowsAroundARow: sources of a partition with a row between
+// them that is not a source (another agent's flush between two merged
+// ones) are replaced, and that row is left alone; a source given twice is
+// a conflict, and changes nothing.
+func testReplaceRowsAroundARow(t *testing.T, s metadata.Store) {
+	ctx := ctxT(t)
+	tp := threeObjects(t, s, "around")
+	p0 := lookupAll(t, s, tp.ID, 0, 0)
+	twice := []metadata.IndexEntry{p0[0], p0[0]}
+	err := s.ReplaceRows(ctx, metadata.Replacement{Sources: twice, Key: "m", Size: 1, Level: 1,
+		Rows: []metadata.IndexEntry{mergedRow("m", 0, p0[0])}})
+	wantErr(t, "ReplaceRows with a source given twice", err, metadata.ErrConflict)
+	sameEntries(t, "partition 0 after the refused replacement", lookupAll(t, s, tp.ID, 0, 0), p0)
+	m0, m2 := mergedRow("m", 0, p0[0]), mergedRow("m", p0[0].ByteLength, p0[2])
+	if err := s.ReplaceRows(ctx, metadata.Replacement{Sources: []metadata.IndexEntry{p0[2], p0[0]}, Key: "m", Size: 1, Level: 1,
+		Rows: []metadata.IndexEntry{m0, m2}}); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, "partition 0", lookupAll(t, s, tp.ID, 0, 0), []metadata.IndexEntry{m0, p0[1], m2})
+	if n, err := s.CountIndexRows(ctx); err != nil || n != 6 {
+		t.Fatalf("CountIndexRows: %d, %v; want 6", n, err)
+	}
+}
+
 func testReplaceRowsConflict(t *testing.T, s metadata.Store) {
 	ctx := ctxT(t)
 	tp := threeObjects(t, s, "conflict")

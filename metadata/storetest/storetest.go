@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"ReplaceRowsMerge", testReplaceRowsMerge},
 		{"ReplaceRowsPartial", testReplaceRowsPartial},
 		{"ReplaceRowsConflict", testReplaceRowsConflict},
+		{"ReplaceRowsAroundARow", testReplaceRowsAroundARow},
 		{"ReplaceRowsConcurrent", testReplaceRowsConcurrent},
 		{"AdvanceLogStart", testAdvanceLogStart},
 		{"DeleteTopicUnreferences", testDeleteTopicUnreferences},

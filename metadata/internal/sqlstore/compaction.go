@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -129,16 +130,20 @@ func (s *Store) ReplaceRows(ctx context.Context, r metadata.Replacement) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	// The sources by partition, each in offset order.
 	var keys []sqlutil.RunKey
-	seen := map[sqlutil.RunKey]bool{}
+	byPart := map[sqlutil.RunKey][]metadata.IndexEntry{}
 	for _, src := range r.Sources {
 		k := sqlutil.RunKey{Topic: src.TopicID, Partition: src.Partition}
-		if !seen[k] {
-			seen[k] = true
+		if _, ok := byPart[k]; !ok {
 			keys = append(keys, k)
 		}
+		byPart[k] = append(byPart[k], src)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	for _, srcs := range byPart {
+		slices.SortFunc(srcs, func(a, b metadata.IndexEntry) int { return cmp.Compare(a.BaseOffset, b.BaseOffset) })
+	}
 	err := s.db.WriteTx(ctx, func(q Querier) error {
 		logStart := map[sqlutil.RunKey]int64{}
 		for _, k := range keys {
@@ -153,17 +158,8 @@ func (s *Store) ReplaceRows(ctx context.Context, r metadata.Replacement) error {
 			}
 			logStart[k] = ls
 		}
-		for _, src := range r.Sources {
-			got, err := ScanEntry(q.QueryRow(ctx, `SELECT `+IndexColumns+` FROM object_index i
-				WHERE i.topic_id = $1 AND i.part = $2 AND i.base_offset = $3`, src.TopicID[:], src.Partition, src.BaseOffset))
-			if errors.Is(err, sql.ErrNoRows) || (err == nil && got != src) {
-				return fmt.Errorf("%w: row %x/%d@%d", metadata.ErrConflict, src.TopicID, src.Partition, src.BaseOffset)
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := q.Exec(ctx, `DELETE FROM object_index WHERE topic_id = $1 AND part = $2 AND base_offset = $3`,
-				src.TopicID[:], src.Partition, src.BaseOffset); err != nil {
+		for _, k := range keys {
+			if err := deleteSources(ctx, q, k, byPart[k]); err != nil {
 				return err
 			}
 		}
@@ -196,6 +192,52 @@ func (s *Store) ReplaceRows(ctx context.Context, r metadata.Replacement) error {
 	})
 	if err != nil {
 		return fmt.Errorf("replace rows with %s: %w", r.Key, err)
+	}
+	return nil
+}
+
+// deleteSources deletes the index rows srcs (of partition k, in offset
+// order) within a transaction that holds k's partition row, or returns
+// ErrConflict if any of them is gone or changed. It reads the partition's
+// rows from the first source's base offset to the last's in one statement
+// and, when those are exactly the sources (a merge of consecutive flushes),
+// deletes them in one more; a partition whose sources have other rows
+// between them has each deleted on its own. (One SELECT and one DELETE per
+// source row held a 32-object merge's partition locks for 1,000
+// statements: 155 ms on PostgreSQL, 23 ms on SQLite.)
+func deleteSources(ctx context.Context, q Querier, k sqlutil.RunKey, srcs []metadata.IndexEntry) error {
+	lo, hi := srcs[0].BaseOffset, srcs[len(srcs)-1].BaseOffset
+	rows, err := q.Query(ctx, `SELECT `+IndexColumns+` FROM object_index i
+		WHERE i.topic_id = $1 AND i.part = $2 AND i.base_offset >= $3 AND i.base_offset <= $4 ORDER BY i.base_offset`,
+		k.Topic[:], k.Partition, lo, hi)
+	found, err := collect(rows, err, ScanEntry)
+	if err != nil {
+		return err
+	}
+	// Both in offset order: every source must be among the rows, unchanged.
+	j := 0
+	for _, src := range srcs {
+		for j < len(found) && found[j].BaseOffset < src.BaseOffset {
+			j++
+		}
+		if j == len(found) || found[j] != src {
+			return fmt.Errorf("%w: row %x/%d@%d", metadata.ErrConflict, src.TopicID, src.Partition, src.BaseOffset)
+		}
+		j++
+	}
+	if len(found) == len(srcs) {
+		n, err := q.Exec(ctx, `DELETE FROM object_index WHERE topic_id = $1 AND part = $2 AND base_offset >= $3 AND base_offset <= $4`,
+			k.Topic[:], k.Partition, lo, hi)
+		if err == nil && n != int64(len(srcs)) {
+			err = fmt.Errorf("deleted %d index rows of %x/%d, read %d", n, k.Topic, k.Partition, len(srcs))
+		}
+		return err
+	}
+	for _, src := range srcs {
+		if _, err := q.Exec(ctx, `DELETE FROM object_index WHERE topic_id = $1 AND part = $2 AND base_offset = $3`,
+			src.TopicID[:], src.Partition, src.BaseOffset); err != nil {
+			return err
+		}
 	}
 	return nil
 }

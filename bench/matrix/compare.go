@@ -534,5 +534,7 @@ func renderCompare(w func(string, ...any), runs []*compareRun, cc compareConfig)
 		}
 	}
 	w("Data: [bench/compare.json](bench/compare.json). floe dev's per-flush fixed cost before and after the\n")
-	w("adaptive flush, same command at 1k/10k/50k records/s: [bench/adaptive-flush/](bench/adaptive-flush/README.md).\n\n")
+	w("adaptive flush, same command at 1k/10k/50k records/s: [bench/adaptive-flush/](bench/adaptive-flush/README.md).\n")
+	w("The fixed rates for 80 s instead of 20 s (past floe dev's compactor grace period, so with its\n")
+	w("deletes): [bench/fixed-rate-80s/](bench/fixed-rate-80s/README.md).\n\n")
 }

@@ -135,16 +135,24 @@ func settle(t *testing.T, ta *testAgent) {
 	time.Sleep(50 * time.Millisecond) // a plan's look-up may still run
 }
 
+// sequentialReaders sets up the tests of consumers reading old data in
+// order: an agent over a bucket whose GETs take 10 ms, a topic of n
+// objects (produceObjects) and a client.
+func sequentialReaders(t *testing.T, name string, n int) (*aheadBucket, *testAgent, metadata.Topic, *kgo.Client) {
+	t.Helper()
+	b := &aheadBucket{Bucket: mem.New(), delay: 10 * time.Millisecond}
+	ta := newTestAgent(t, b)
+	topic, _ := produceObjects(t, ta, name, n)
+	return b, ta, topic, ta.client(t)
+}
+
 // TestReadAheadServesCatchUp: a consumer reading old data sequentially,
 // one object per fetch, misses only at its start: read-ahead has the
 // later objects cached or on their way when its next fetches ask, and
 // every object is read from the bucket once.
 func TestReadAheadServesCatchUp(t *testing.T) {
-	b := &aheadBucket{Bucket: mem.New(), delay: 10 * time.Millisecond}
-	ta := newTestAgent(t, b)
 	const n = 40
-	topic, _ := produceObjects(t, ta, "ahead-catchup", n)
-	cl := ta.client(t)
+	b, ta, topic, cl := sequentialReaders(t, "ahead-catchup", n)
 	gets0, st0 := b.gets.Load(), ta.cache.Stats()
 	fetches := 0
 	for offset := int64(0); offset < n; fetches++ {
@@ -171,11 +179,8 @@ func TestReadAheadServesCatchUp(t *testing.T) {
 // read-ahead serves both (one plan per partition served only the one
 // furthest ahead, and read on past where it stopped).
 func TestReadAheadTwoConsumersOfAPartition(t *testing.T) {
-	b := &aheadBucket{Bucket: mem.New(), delay: 10 * time.Millisecond}
-	ta := newTestAgent(t, b)
 	const n = 60
-	topic, _ := produceObjects(t, ta, "ahead-two", n)
-	cl := ta.client(t)
+	b, ta, topic, cl := sequentialReaders(t, "ahead-two", n)
 	gets0, st0 := b.gets.Load(), ta.cache.Stats()
 	low, high := int64(0), int64(n/2)
 	for low < n/2 || high < n {
@@ -212,11 +217,8 @@ func TestReadAheadTwoConsumersOfAPartition(t *testing.T) {
 // them for good: --read-ahead-entries is shared by the partition's
 // streams, so the consumer left was read ahead for less and less).
 func TestReadAheadStoppedConsumerFreesItsBounds(t *testing.T) {
-	b := &aheadBucket{Bucket: mem.New(), delay: 10 * time.Millisecond}
-	ta := newTestAgent(t, b)
 	const n = 60
-	topic, _ := produceObjects(t, ta, "ahead-stopped", n)
-	cl := ta.client(t)
+	_, ta, topic, cl := sequentialReaders(t, "ahead-stopped", n)
 	low, high := int64(0), int64(n/3)
 	for low < n/3 {
 		low = fetchAhead(t, cl, topic, low, aheadValue+1000)

@@ -20,7 +20,8 @@ import (
 // (`floe bench produce --partitions 16 --producers 2`), plain and
 // idempotent, where every commit also reads and writes producer state.
 // ns/op is the latency of one commit from a single caller; p50-ns and
-// p99-ns its distribution. open must return a new, empty store.
+// p99-ns its distribution. merge=32x16 times the compactor's swap instead
+// (benchMerge). open must return a new, empty store.
 func Bench(b *testing.B, open func(b *testing.B) metadata.Store) {
 	for _, runs := range []int{1, 500} {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {

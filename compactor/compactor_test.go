@@ -631,3 +631,30 @@ func TestGCOrphanScanOncePerGrace(t *testing.T) {
 		t.Fatalf("the round right after a scan listed again (%d listings)", lb.lists.Load())
 	}
 }
+
+// TestMergeBacklogSpreadsOverRounds: once a round's merges have run for an
+// Interval, the rest wait for the next round, so that retention and key
+// compaction, which run first in every round, are never held back by a
+// backlog of (paced) merges.
+func TestMergeBacklogSpreadsOverRounds(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Interval = time.Nanosecond })
+	tp, err := e.store.CreateTopic(e.ctx, "t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	for i := range 16 { // FanIn 4: four level-0 merges planned
+		e.flush(tp.ID, map[int32][][]byte{0: {producerBatch(rec{value: fmt.Sprint(i), ts: now})}})
+	}
+	before, _ := e.fetchAll(tp.ID, 0)
+	merges := func() float64 { return testutil.ToFloat64(e.c.metrics.merges) }
+	for round := 1; round <= 4; round++ {
+		e.runOnce()
+		if got := merges(); got != float64(round) {
+			t.Fatalf("after round %d: %v merges, want %d (one per round past the Interval)", round, got, round)
+		}
+	}
+	if after, _ := e.fetchAll(tp.ID, 0); !bytes.Equal(after, before) {
+		t.Fatal("fetched bytes differ after the merges")
+	}
+}

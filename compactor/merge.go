@@ -19,12 +19,23 @@ import (
 // renewing the lease between them. A job with a row it cannot read is
 // skipped and reported (reportUnreadable), and the others still run; its
 // objects stay as they are.
+//
+// Once the merges of a round have run for an Interval, no further merge
+// starts: the rest wait for the next round, which follows at once, after
+// retention and key compaction. A backlog of merges — paced ones in floe dev
+// take seconds each beside a busy agent — would otherwise hold back the
+// round's other jobs for minutes, and with them the compaction of a
+// cleanup.policy=compact topic that clients wait for.
 func (c *Compactor) merges(ctx context.Context, l *metadata.JobLease) error {
 	objs, err := c.store.Objects(ctx, metadata.ObjectLive)
 	if err != nil {
 		return err
 	}
-	for _, job := range PlanMerges(objs, c.cfg.Plan, c.now()) {
+	start := time.Now()
+	for i, job := range PlanMerges(objs, c.cfg.Plan, c.now()) {
+		if i > 0 && time.Since(start) >= c.cfg.Interval {
+			return nil
+		}
 		if err := l.Renew(ctx); err != nil {
 			return err
 		}

@@ -328,11 +328,12 @@ func TestKafkaGoSuite(t *testing.T) {
 			bad = append(bad, n+" is in FLOE_KAFKAGO_KAFKA2_TESTS but did not run")
 		}
 	}
-	s.check(t, top, bad, time.Since(start))
+	s.check(t, p, top, bad, time.Since(start))
 }
 
-// check compares the results with the Makefile's lists, adding to bad.
-func (s *kafkaGoSuiteRun) check(t *testing.T, top, bad []string, took time.Duration) {
+// check compares the results with the Makefile's lists, adding to bad; a
+// failure tells what floe dev (p) logged and counted.
+func (s *kafkaGoSuiteRun) check(t *testing.T, p *proc, top, bad []string, took time.Duration) {
 	allowedFail, allowedSkip := map[string]bool{}, map[string]bool{}
 	for _, n := range strings.Fields(os.Getenv("FLOE_KAFKAGO_ALLOWED_FAILURES")) {
 		allowedFail[n] = true
@@ -416,9 +417,29 @@ func (s *kafkaGoSuiteRun) check(t *testing.T, top, bad []string, took time.Durat
 			lines := strings.Split(strings.TrimSpace(string(s.outs[i])), "\n")
 			sb.WriteString("--- output:\n" + strings.Join(lines[max(0, len(lines)-60):], "\n") + "\n")
 		}
-		t.Fatalf("kafka-go suite:\n%s\n%s", strings.Join(bad, "\n"), sb.String())
+		t.Fatalf("kafka-go suite:\n%s\n%s\n%s", strings.Join(bad, "\n"), sb.String(), brokerState(t, p))
 	}
 	if counts["PASS"] < 400 {
 		t.Fatalf("only %d kafka-go tests and subtests passed: the suite did not really run", counts["PASS"])
 	}
+}
+
+// brokerState is what floe dev said and counted while the suite ran: its
+// last warnings and errors, and its compactor's counters (a compacted-topic
+// test that times out waits for them).
+func brokerState(t *testing.T, p *proc) string {
+	var warn []string
+	for _, l := range strings.Split(p.Log(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			warn = append(warn, l)
+		}
+	}
+	var counters []string
+	for _, l := range strings.Split(p.metricsText(t), "\n") {
+		if strings.HasPrefix(l, "floe_compactor_") && strings.Contains(l, "_total") {
+			counters = append(counters, l)
+		}
+	}
+	return fmt.Sprintf("--- floe dev: %d warnings and errors, the last 40:\n%s\n--- floe dev's compactor counters:\n%s",
+		len(warn), strings.Join(warn[max(0, len(warn)-40):], "\n"), strings.Join(counters, "\n"))
 }

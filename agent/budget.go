@@ -232,9 +232,38 @@ func (p *bufPool) put(b []byte) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.held+int64(cap(b)) > p.max {
+	over := p.held + int64(cap(b)) - p.max
+	if over > 0 && !p.evictBelow(c, over) {
 		return
 	}
 	p.free[c] = append(p.free[c], b[:0])
 	p.held += int64(cap(b))
+}
+
+// evictBelow drops idle buffers of classes below c, smallest first, until
+// n bytes are freed, and reports whether they were; if the smaller buffers
+// hold less than n it drops none. A full pool makes room this way for a
+// larger buffer: a buffer serves requests from half its size up, so a pool
+// filled with small ones (a closed-loop producer's frames range from 1 to
+// 16 MB) turned away the large ones and every large frame was a fresh,
+// zeroed allocation.
+func (p *bufPool) evictBelow(c int, n int64) bool {
+	var smaller int64
+	for _, free := range p.free[:c] {
+		if len(free) > 0 {
+			smaller += int64(len(free)) * int64(cap(free[0])) // a class's buffers share a capacity
+		}
+	}
+	if smaller < n {
+		return false
+	}
+	for k := 0; n > 0; k++ {
+		for l := len(p.free[k]); l > 0 && n > 0; l-- {
+			n -= int64(cap(p.free[k][l-1]))
+			p.held -= int64(cap(p.free[k][l-1]))
+			p.free[k][l-1] = nil
+			p.free[k] = p.free[k][:l-1]
+		}
+	}
+	return true
 }

@@ -259,3 +259,49 @@ func TestFlushDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestBufPoolFullMakesRoomForLarger: a full pool drops smaller idle
+// buffers to keep a larger one, but never drops any for nothing.
+func TestBufPoolFullMakesRoomForLarger(t *testing.T) {
+	p := newBufPool(4 << 20)
+	small := [][]byte{p.get(1 << 20), p.get(1 << 20), p.get(1 << 20), p.get(1 << 20)}
+	for _, b := range small {
+		p.put(b)
+	}
+	if p.held != 4<<20 {
+		t.Fatalf("pool holds %d bytes, want the four 1 MiB buffers", p.held)
+	}
+	big := p.get(2 << 20) // over twice 1 MiB: a fresh buffer
+	if &big[0] == &small[3][0] {
+		t.Fatal("a 1 MiB buffer was handed out for 2 MiB")
+	}
+	p.put(big)
+	if p.held != 4<<20 || len(p.free[c2(t, 2<<20)]) != 1 {
+		t.Fatalf("pool holds %d bytes and %d 2 MiB buffers, want the 2 MiB one kept in place of two 1 MiB ones", p.held, len(p.free[c2(t, 2<<20)]))
+	}
+	if b := p.get(2 << 20); &b[0] != &big[0] {
+		t.Fatal("the kept 2 MiB buffer was not reused")
+	}
+	// Room is made with as few smaller buffers as it takes (one 1 MiB for
+	// 3 MiB, as 2 MiB are held), and none are dropped for nothing: the
+	// 2 MiB buffer cannot be kept beside the 3 MiB one with 1 MiB.
+	huge := p.get(3 << 20)
+	p.put(huge)
+	if p.held != 4<<20 || len(p.free[c2(t, 1<<20)]) != 1 || len(p.free[c2(t, 3<<20)]) != 1 {
+		t.Fatalf("pool holds %d bytes, %d 1 MiB and %d 3 MiB buffers, want one of each", p.held,
+			len(p.free[c2(t, 1<<20)]), len(p.free[c2(t, 3<<20)]))
+	}
+	p.put(big)
+	if p.held != 4<<20 || len(p.free[c2(t, 1<<20)]) != 1 || len(p.free[c2(t, 2<<20)]) != 0 {
+		t.Fatalf("pool holds %d bytes, %d 1 MiB and %d 2 MiB buffers, want the 1 MiB kept and the 2 MiB dropped", p.held,
+			len(p.free[c2(t, 1<<20)]), len(p.free[c2(t, 2<<20)]))
+	}
+}
+
+func c2(t *testing.T, n int) int {
+	c, _ := poolClass(n)
+	if c < 0 {
+		t.Fatalf("%d bytes: not pooled", n)
+	}
+	return c
+}

@@ -64,6 +64,9 @@ type conn struct {
 	// src is what it reads (reader-owned).
 	br  *bufio.Reader
 	src connSource
+	// maxFrame is the size of the largest frame read (reader-owned): a
+	// frame's buffer starts at up to that size (readFrame).
+	maxFrame int
 	// inFlight counts requests read and not yet answered, lastWrite is
 	// when the writer last sent an answer (unix nanos): a connection with
 	// either is not idle.
@@ -286,20 +289,25 @@ var errIdle = errors.New("connection idle")
 // before more than that has arrived; the buffer then grows fourfold as it
 // fills, so what a frame holds is at most about four times what its peer
 // has sent. Frames that arrived whole in the read buffer take one exact
-// buffer at once. 128 KiB is above the buffer pool's 64 KiB floor, so a
+// buffer at once, and so do frames no larger than the largest the
+// connection has sent: a closed-loop producer's frames vary from 1 to
+// 16 MB, and growing each from 128 KiB copied up to a third more than the
+// frame and left buffers of five sizes to the pool. A peer must have sent
+// a frame of a size in full before an announced frame of that size is
+// charged whole. 128 KiB is above the buffer pool's 64 KiB floor, so a
 // produce frame's first buffer is recycled too.
 const frameStart = 128 << 10
 
 // readFrame reads one size-prefixed request frame into a buffer charged to
-// the agent's request budget, as it arrives: a peer that announces a large
-// frame and sends it slowly, or not at all, holds only about what it sent,
-// and the frame must be complete within RequestReadTimeout of its first
-// byte (not counting time spent waiting for budget). Readers wait for
-// budget (TCP backpressure) rather than allocate beyond it. Before a frame
-// begins, the connection may be idle for ConnectionsMaxIdle. Produce
-// frames, the big and frequent ones, use recycled buffers; no other
-// request is known not to keep references into its frame after it is
-// answered.
+// the agent's request budget, as it arrives: a peer that announces a frame
+// larger than any it sent before and sends it slowly, or not at all, holds
+// only about what it sent (see frameStart), and the frame must be complete
+// within RequestReadTimeout of its first byte (not counting time spent
+// waiting for budget). Readers wait for budget (TCP backpressure) rather
+// than allocate beyond it. Before a frame begins, the connection may be
+// idle for ConnectionsMaxIdle. Produce frames, the big and frequent ones,
+// use recycled buffers; no other request is known not to keep references
+// into its frame after it is answered.
 func (c *conn) readFrame() (*heldFrame, []byte, error) {
 	var sz [4]byte
 	if err := c.awaitFrame(); err != nil {
@@ -337,7 +345,7 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 	}
 	size := n
 	if size > frameStart && br.Buffered() < size {
-		size = max(frameStart, br.Buffered())
+		size = min(n, max(frameStart, br.Buffered(), c.maxFrame))
 	}
 	charged := int64(0)
 	budgetFor := func(size int) error {
@@ -385,6 +393,7 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 		}
 		buf = next
 	}
+	c.maxFrame = max(c.maxFrame, n)
 	return newHeldFrame(c.a.reqBudget, pool, buf, charged), buf, nil
 }
 

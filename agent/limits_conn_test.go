@@ -144,6 +144,42 @@ func TestFrameClaimDoesNotStallOthers(t *testing.T) {
 	}
 }
 
+// TestFrameNoLargerThanSentTakesOneBuffer: a frame no larger than one its
+// connection already sent whole is charged and allocated whole at once (a
+// producer's frames were grown from 128 KiB, each copied up to a third more
+// than its size), while a first frame still holds only what has arrived
+// (TestFrameClaimDoesNotStallOthers).
+func TestFrameNoLargerThanSentTakesOneBuffer(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	c, err := net.Dial("tcp", ta.KafkaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks = 9, 1
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "absent"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = make([]byte, 700<<10)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := kmsg.NewPtrProduceResponse()
+	rawRequest(t, c, req, resp)
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("produce to an absent topic answered %+v", resp.Topics)
+	}
+	waitFor(t, func() bool { return ta.reqBudget.inUse() == 0 })
+	const next = 600 << 10
+	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, next), 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return ta.reqBudget.inUse() > 0 })
+	if held := ta.reqBudget.inUse(); held != next {
+		t.Fatalf("a %d-byte frame after a larger one holds %d bytes, want all of it at once", next, held)
+	}
+}
+
 // TestPartialFrameTimesOut: a frame that does not arrive whole within
 // RequestReadTimeout of its first byte closes its connection, and its
 // budget comes back.

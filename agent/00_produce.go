@@ -213,7 +213,7 @@ func validateProduceRecords(version int16, records []byte, maxBytes int64, rules
 	if err := kafkaproto.ValidateRecords(b, rules); err != nil {
 		return produceBatch{}, err
 	}
-	pb := produceBatch{data: b, records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp, pid: -1}
+	pb := produceBatch{data: b, crc: kafkaproto.BatchChecksum(b), records: int64(h.NumRecords), minTS: h.FirstTimestamp, maxTS: h.MaxTimestamp, pid: -1}
 	if h.ProducerID >= 0 {
 		pb.pid, pb.epoch, pb.sequence = h.ProducerID, h.ProducerEpoch, h.BaseSequence
 		// Whether the partition is in the producer's ongoing transaction

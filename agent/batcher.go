@@ -110,7 +110,10 @@ type produceWaiter struct {
 
 // produceBatch is one validated batch handed to the batcher.
 type produceBatch struct {
-	data     []byte
+	data []byte
+	// crc is the CRC-32C of all of data (kafkaproto.BatchChecksum): the
+	// object's checksum, which the bucket checks, is folded from them.
+	crc      uint32
 	records  int64
 	minTS    int64
 	maxTS    int64
@@ -195,7 +198,7 @@ func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) 
 		}
 		return nil, errClosed
 	}
-	b.w.Add(storage.TopicID(topic), partition, pb.data, pb.records, pb.minTS, pb.maxTS)
+	b.w.AddSummed(storage.TopicID(topic), partition, pb.data, pb.crc, pb.records, pb.minTS, pb.maxTS)
 	pw := &produceWaiter{done: make(chan struct{}), frame: pb.frame, batch: metadata.BatchCommit{
 		ByteLength: size, Records: pb.records, MinTimestamp: pb.minTS, MaxTimestamp: pb.maxTS,
 		ProducerID: pb.pid, ProducerEpoch: pb.epoch, BaseSequence: pb.sequence,
@@ -360,7 +363,7 @@ func (b *batcher) run(f *flush) {
 	// The object is its batches where the produce requests left them, then
 	// a footer: no copy. The request frames they alias stay held (and
 	// charged to the request budget) until the PUT has read them.
-	parts, runs := f.w.FinishParts(nil)
+	parts, runs, sum := f.w.FinishParts(nil)
 	b.writers.Put(f.w) // reset by FinishParts; it holds no batch any more
 	f.w = nil
 	size := int64(0)
@@ -369,7 +372,7 @@ func (b *batcher) run(f *flush) {
 	}
 	key := storage.NewObjectKey()
 	ctx := b.flushCtx
-	err := b.put(ctx, key, parts)
+	err := b.put(ctx, key, sum, parts)
 	cached := false
 	if err == nil {
 		cached = b.writeThrough(key, parts, runs, start)
@@ -498,14 +501,15 @@ func (c *Config) requestBudget() int64 {
 	return c.BufferBytes
 }
 
-// put writes the object, retrying transient failures a few times.
-func (b *batcher) put(ctx context.Context, key string, parts [][]byte) error {
+// put writes the object with its checksum (folded from its batches'),
+// retrying transient failures a few times.
+func (b *batcher) put(ctx context.Context, key string, sum storage.Checksum, parts [][]byte) error {
 	var err error
 	for attempt := range 3 {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 		}
-		if err = b.a.bucket.Put(ctx, key, parts...); err == nil {
+		if err = storage.PutSummed(ctx, b.a.bucket, key, sum, parts...); err == nil {
 			return nil
 		}
 	}

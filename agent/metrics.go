@@ -152,8 +152,18 @@ func (b *meteredBucket) observe(op string, n int, start time.Time, err error) {
 }
 
 func (b *meteredBucket) Put(ctx context.Context, key string, parts ...[]byte) error {
+	return b.put(ctx, key, storage.Checksum{}, parts)
+}
+
+// PutChecksummed forwards the object's checksum when the bucket takes one
+// (storage.PutSummed).
+func (b *meteredBucket) PutChecksummed(ctx context.Context, key string, crc32c uint32, parts ...[]byte) error {
+	return b.put(ctx, key, storage.Checksum{CRC32C: crc32c, Known: true}, parts)
+}
+
+func (b *meteredBucket) put(ctx context.Context, key string, sum storage.Checksum, parts [][]byte) error {
 	start := time.Now()
-	err := b.Bucket.Put(ctx, key, parts...)
+	err := storage.PutSummed(ctx, b.Bucket, key, sum, parts...)
 	n := 0
 	for _, p := range parts {
 		n += len(p)

@@ -19,7 +19,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"maps"
 	"math"
 	"slices"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"floe/kafkaproto"
 	"floe/metadata"
 )
 
@@ -226,7 +226,7 @@ func (c *txnCoordinator) writeMarkers(ctx context.Context, e *txnEntry, commit b
 		if !ok || p.Partition >= topic.Partitions {
 			continue // deleted since: nothing to end there
 		}
-		pw, err := c.a.batcher.add(topic.ID, p.Partition, produceBatch{data: data, records: 1,
+		pw, err := c.a.batcher.add(topic.ID, p.Partition, produceBatch{data: data, crc: kafkaproto.BatchChecksum(data), records: 1,
 			minTS: time.Now().UnixMilli(), maxTS: time.Now().UnixMilli(),
 			pid: e.t.ProducerID, epoch: e.t.ProducerEpoch, sequence: -1, transactional: true, marker: m})
 		if err != nil {
@@ -278,7 +278,7 @@ func markerBatch(pid int64, epoch int16, commit bool, coordEpoch int32, ts int64
 	binary.BigEndian.PutUint32(b[53:], math.MaxUint32) // base sequence -1
 	binary.BigEndian.PutUint32(b[57:], 1)              // one record
 	b = append(b, rec...)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	kafkaproto.SetBatchCRC(b)
 	return b
 }
 

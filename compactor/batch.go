@@ -4,14 +4,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 	"time"
 
 	"floe/kafkaproto"
 	"floe/metadata"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // keptRecord is one record that survives key compaction, with its absolute
 // offset and timestamp (the batch it came from is gone).
@@ -68,7 +65,7 @@ func encodeBatch(base, span int64, recs []keptRecord) []byte {
 		b = append(b, body...)
 	}
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	kafkaproto.SetBatchCRC(b)
 	return b
 }
 

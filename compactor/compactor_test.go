@@ -37,7 +37,7 @@ func TestEncodeBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if crc32.Checksum(b[21:], castagnoli) != h.CRC || h.TotalSize() != len(b) {
+	if crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)) != h.CRC || h.TotalSize() != len(b) {
 		t.Fatalf("bad crc or length: %+v", h)
 	}
 	if h.BaseOffset != 5 || h.LastOffsetDelta != 9 || h.NumRecords != 2 || h.FirstTimestamp != 40 || h.MaxTimestamp != 50 || h.ProducerID != -1 {

@@ -197,13 +197,13 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 		i = j
 	}
 	size := b.w.Size()
-	parts, runs := b.w.FinishParts(nil)
+	parts, runs, sum := b.w.FinishParts(nil)
 	if len(runs) > 1 {
 		return fmt.Errorf("key compaction wrote %d runs for one partition", len(runs))
 	}
 	key := storage.NewObjectKey()
 	start := time.Now()
-	if err := c.bucket.Put(ctx, key, parts...); err != nil {
+	if err := storage.PutSummed(ctx, c.bucket, key, sum, parts...); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	if time.Since(start) > c.cfg.Grace/2 {
@@ -325,7 +325,7 @@ func (b *rowBuilder) add(k keptRecord) {
 func (b *rowBuilder) flush(upTo int64) {
 	batch := encodeBatch(b.cover, upTo-b.cover, b.pending)
 	h, _ := kafkaproto.ParseBatchHeader(batch)
-	b.w.Add(storage.TopicID(b.topic), b.partition, batch, upTo-b.cover, h.FirstTimestamp, h.MaxTimestamp)
+	b.w.AddSummed(storage.TopicID(b.topic), b.partition, batch, kafkaproto.BatchChecksum(batch), upTo-b.cover, h.FirstTimestamp, h.MaxTimestamp)
 	if !b.open {
 		b.rows = append(b.rows, metadata.IndexEntry{
 			TopicID: b.topic, Partition: b.partition,

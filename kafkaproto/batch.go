@@ -3,9 +3,10 @@ package kafkaproto
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"floe/internal/crc32c"
 )
 
 // BatchHeaderSize is the size of a v2 record batch header, up to and
@@ -37,9 +38,6 @@ const (
 	// crc, magic, attributes, key and value lengths).
 	minLength = 14
 )
-
-// crc32c is the Castagnoli table the v2 batch CRC uses.
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // BatchHeader is the fixed 61-byte header of a v2 record batch.
 type BatchHeader struct {
@@ -168,7 +166,7 @@ func ValidateProduced(b []byte) (BatchHeader, error) {
 	if err != nil {
 		return h, kerr.CorruptMessage
 	}
-	if crc32.Checksum(b[offAttributes:], crc32c) != h.CRC {
+	if crc32c.Checksum(b[offAttributes:]) != h.CRC {
 		return h, kerr.CorruptMessage
 	}
 	if h.BaseOffset != 0 {
@@ -184,6 +182,22 @@ func ValidateProduced(b []byte) (BatchHeader, error) {
 		return h, kerr.InvalidRecord
 	}
 	return h, nil
+}
+
+// SetBatchCRC sets the CRC field of the v2 batch b (whose header is
+// written) to the CRC-32C of its bytes from the attributes on, as a
+// producer does.
+func SetBatchCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[offCRC:], crc32c.Checksum(b[offAttributes:]))
+}
+
+// BatchChecksum returns the CRC-32C of all of b, a v2 batch whose CRC field
+// was checked (ValidateProduced) or set (SetBatchCRC), from that field and
+// the 21 bytes before the attributes: the bytes themselves are not read
+// again. An object's checksum is folded from its batches' this way
+// (storage.ObjectWriter).
+func BatchChecksum(b []byte) uint32 {
+	return crc32c.Combine(crc32c.Checksum(b[:offAttributes]), binary.BigEndian.Uint32(b[offCRC:]), int64(len(b)-offAttributes))
 }
 
 // SetBaseOffset rewrites the base offset of the batch at the start of b in

@@ -449,3 +449,26 @@ func TestWalkBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchChecksum: the checksum of a whole batch folded from its CRC field
+// is the checksum of its bytes, for every codec and any base offset (which
+// the batch CRC does not cover); SetBatchCRC writes the field a producer
+// would.
+func TestBatchChecksum(t *testing.T) {
+	table := crc32.MakeTable(crc32.Castagnoli)
+	for _, codec := range testCodecs {
+		b := buildBatch(t, codec, 1_700_000_000_000, sampleRecords())
+		for _, base := range []int64{0, 1, 1 << 40} {
+			SetBaseOffset(b, base)
+			if got, want := BatchChecksum(b), crc32.Checksum(b, table); got != want {
+				t.Fatalf("%s, base %d: BatchChecksum %08x, want %08x", codec, base, got, want)
+			}
+		}
+		crc := binary.BigEndian.Uint32(b[17:])
+		binary.BigEndian.PutUint32(b[17:], 0)
+		SetBatchCRC(b)
+		if got := binary.BigEndian.Uint32(b[17:]); got != crc {
+			t.Fatalf("%s: SetBatchCRC wrote %08x, the producer %08x", codec, got, crc)
+		}
+	}
+}

@@ -7,11 +7,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"floe/internal/crc32c"
 )
 
 // Object format v2.
@@ -55,8 +56,6 @@ const (
 	minObjectSize = 4 + tailSize
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // TopicID is a Kafka topic id (UUID bytes).
 type TopicID [16]byte
 
@@ -89,6 +88,7 @@ type pendingBatch struct {
 	records int64
 	minTS   int64
 	maxTS   int64
+	crc     uint32 // CRC-32C of data (AddSummed)
 }
 
 // ObjectWriter collects batches for one object. Batches may be added for any
@@ -104,6 +104,8 @@ type pendingBatch struct {
 type ObjectWriter struct {
 	pending []pendingBatch
 	bodyLen int64
+	// unsummed counts the pending batches added without a checksum.
+	unsummed int
 }
 
 // NewObjectWriter returns an empty writer.
@@ -116,16 +118,21 @@ func NewObjectWriter() *ObjectWriter {
 // before then. records is the number of offsets the batch occupies
 // (lastOffsetDelta+1); minTS and maxTS are its timestamp bounds.
 func (w *ObjectWriter) Add(topic TopicID, partition int32, batch []byte, records int64, minTS, maxTS int64) {
-	w.pending = append(w.pending, pendingBatch{
-		topic:     topic,
-		partition: partition,
-		seq:       len(w.pending),
-		data:      batch,
-		records:   records,
-		minTS:     minTS,
-		maxTS:     maxTS,
-	})
-	w.bodyLen += int64(len(batch))
+	w.add(pendingBatch{topic: topic, partition: partition, data: batch, records: records, minTS: minTS, maxTS: maxTS})
+	w.unsummed++
+}
+
+// AddSummed is Add for a batch whose CRC-32C (of all its bytes) the caller
+// knows: when every batch of an object comes with one, FinishParts gives
+// the object's checksum without reading the batches.
+func (w *ObjectWriter) AddSummed(topic TopicID, partition int32, batch []byte, crc32c uint32, records int64, minTS, maxTS int64) {
+	w.add(pendingBatch{topic: topic, partition: partition, data: batch, records: records, minTS: minTS, maxTS: maxTS, crc: crc32c})
+}
+
+func (w *ObjectWriter) add(p pendingBatch) {
+	p.seq = len(w.pending)
+	w.pending = append(w.pending, p)
+	w.bodyLen += int64(len(p.data))
 }
 
 // Finish is FinishParts with the object copied into one buffer, for callers
@@ -134,7 +141,7 @@ func (w *ObjectWriter) Add(topic TopicID, partition int32, batch []byte, records
 // and owned by the caller. The writer is reset and may be reused. The
 // produce path and the compactor use FinishParts, which does not copy.
 func (w *ObjectWriter) Finish() (object []byte, runs []Run) {
-	parts, runs := w.FinishParts(nil)
+	parts, runs, _ := w.FinishParts(nil)
 	return bytes.Join(parts, nil), runs
 }
 
@@ -178,35 +185,44 @@ func (w *ObjectWriter) sort() {
 // id then partition) and appends the footer, without copying the batches:
 // it returns the object as the consecutive slices it is made of — the
 // batches given to Add, in body order, then the footer — for a vectored
-// Bucket.Put, and its runs in body order. The batches are
-// the caller's bytes as given to Add, so they must stay untouched until the
-// object is stored; the footer and the runs are freshly allocated. parts is
-// reused when its capacity suffices. The writer is reset and may be reused.
+// Bucket.Put, its runs in body order, and, when every batch was added with
+// its checksum (AddSummed), the object's CRC-32C, folded from theirs. The
+// batches are the caller's bytes as given to Add, so they must stay
+// untouched until the object is stored; the footer and the runs are freshly
+// allocated. parts is reused when its capacity suffices. The writer is
+// reset and may be reused.
 //
 // Copying every produced byte into one buffer was a fifth of a produce-heavy
 // agent's CPU, and the buffer doubled the memory an object held until its
 // PUT ended.
-func (w *ObjectWriter) FinishParts(parts [][]byte) ([][]byte, []Run) {
+func (w *ObjectWriter) FinishParts(parts [][]byte) ([][]byte, []Run, Checksum) {
 	nruns := w.runCount()
 	runs := make([]Run, 0, nruns)
 	parts = slices.Grow(parts[:0], len(w.pending)+1)
 
+	sum := Checksum{Known: w.unsummed == 0}
 	pos := int64(0)
 	for i := range w.pending {
 		p := &w.pending[i]
 		runs = addToRun(runs, p.topic, p.partition, pos, int64(len(p.data)), p.records, p.minTS, p.maxTS)
 		parts = append(parts, p.data)
 		pos += int64(len(p.data))
+		if sum.Known {
+			sum.CRC32C = crc32c.Combine(sum.CRC32C, p.crc, int64(len(p.data)))
+		}
 	}
 	footer := appendFooter(make([]byte, 0, len(runs)*runSize+minObjectSize), runs)
 	parts = append(parts, footer)
+	if sum.Known {
+		sum.CRC32C = crc32c.Update(sum.CRC32C, footer)
+	}
 
 	// Drop the references to the caller's batch bytes so they can be
 	// collected, but keep the slice's capacity for the next object.
 	clear(w.pending)
 	w.pending = w.pending[:0]
-	w.bodyLen = 0
-	return parts, runs
+	w.bodyLen, w.unsummed = 0, 0
+	return parts, runs, sum
 }
 
 // addToRun counts a batch of length bytes at pos in the last of runs, or
@@ -232,7 +248,7 @@ func appendFooter(b []byte, runs []Run) []byte {
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(runs)))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(runs)*runSize+4))
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+	b = binary.BigEndian.AppendUint32(b, crc32c.Checksum(b[start:]))
 	b = binary.BigEndian.AppendUint16(b, objectVersion)
 	return append(b, objectMagic...)
 }

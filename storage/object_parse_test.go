@@ -13,6 +13,8 @@ import (
 	"hash/crc32"
 )
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // errCorruptObject is returned (wrapped) by parseObject when an object's
 // magic, version, checksum or footer does not hold together.
 var errCorruptObject = errors.New("storage: corrupt object")

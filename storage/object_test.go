@@ -134,7 +134,7 @@ func TestObjectWriterAllocs(t *testing.T) {
 			for i := range batches {
 				w.Add(topic(byte(i%3)), int32(i%50), batch, 1, int64(i), int64(i))
 			}
-			_, _ = w.FinishParts(nil)
+			_, _, _ = w.FinishParts(nil)
 		}
 		fill()
 		return testing.AllocsPerRun(20, fill)

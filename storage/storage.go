@@ -79,6 +79,35 @@ func PutStream(ctx context.Context, b Bucket, key string, size int64, body io.Re
 	return b.Put(ctx, key, data)
 }
 
+// Checksum is the CRC-32C of a whole object, when its writer knows it
+// (ObjectWriter.FinishParts).
+type Checksum struct {
+	CRC32C uint32
+	Known  bool
+}
+
+// ChecksumPutter is a Bucket that stores an object with the CRC-32C its
+// writer gave (S3's x-amz-checksum-crc32c): the store checks the bytes it
+// received against it and stores nothing if they differ. floe folds that
+// checksum from the batch CRCs its producers sent (storage.ObjectWriter),
+// so a byte that changed in the agent's memory after the batch was
+// validated fails the PUT instead of being stored, and no second pass over
+// the bytes computes a checksum of what memory holds.
+type ChecksumPutter interface {
+	// PutChecksummed stores the concatenation of parts under key, as Put,
+	// if its CRC-32C is crc32c; otherwise it fails and stores nothing.
+	PutChecksummed(ctx context.Context, key string, crc32c uint32, parts ...[]byte) error
+}
+
+// PutSummed stores parts under key through b's PutChecksummed when sum is
+// known and b has one, else through Put.
+func PutSummed(ctx context.Context, b Bucket, key string, sum Checksum, parts ...[]byte) error {
+	if cp, ok := b.(ChecksumPutter); ok && sum.Known {
+		return cp.PutChecksummed(ctx, key, sum.CRC32C, parts...)
+	}
+	return b.Put(ctx, key, parts...)
+}
+
 // ReadStream reads exactly size bytes from body and checks that it ends
 // there.
 func ReadStream(body io.Reader, size int64) ([]byte, error) {

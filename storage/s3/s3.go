@@ -10,6 +10,8 @@ package s3
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -34,8 +36,9 @@ import (
 )
 
 var (
-	_ storage.Bucket       = (*Bucket)(nil)
-	_ storage.StreamPutter = (*Bucket)(nil)
+	_ storage.Bucket         = (*Bucket)(nil)
+	_ storage.StreamPutter   = (*Bucket)(nil)
+	_ storage.ChecksumPutter = (*Bucket)(nil)
 )
 
 // Config says which bucket to use and how to reach it.
@@ -221,14 +224,28 @@ func isNotFound(err error) bool {
 	return httpStatus(err) == http.StatusNotFound
 }
 
-// Put uploads the concatenated parts under key.
+// Put uploads the concatenated parts under key. The SDK computes their
+// CRC32 and sends it for S3 to check (see addUnsignedPayload).
 func (b *Bucket) Put(ctx context.Context, key string, parts ...[]byte) error {
+	return b.put(ctx, key, nil, parts)
+}
+
+// PutChecksummed uploads the concatenated parts under key with their
+// CRC-32C, which S3 checks before storing anything: the SDK computes no
+// checksum of its own (a pass over every byte).
+func (b *Bucket) PutChecksummed(ctx context.Context, key string, crc32c uint32, parts ...[]byte) error {
+	sum := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32c))
+	return b.put(ctx, key, &sum, parts)
+}
+
+func (b *Bucket) put(ctx context.Context, key string, crc32c *string, parts [][]byte) error {
 	body := newPartsReader(parts)
 	_, err := b.client.PutObject(ctx, &awss3.PutObjectInput{
-		Bucket:        &b.bucket,
-		Key:           aws.String(b.prefix + key),
-		Body:          body,
-		ContentLength: aws.Int64(body.size),
+		Bucket:         &b.bucket,
+		Key:            aws.String(b.prefix + key),
+		Body:           body,
+		ContentLength:  aws.Int64(body.size),
+		ChecksumCRC32C: crc32c,
 	})
 	if err != nil {
 		return fmt.Errorf("s3 put %s: %w", key, err)

@@ -61,6 +61,12 @@ type Config struct {
 	Compression string `json:"compression"`
 	// MetricsURL is the agent's /metrics; empty skips storage figures.
 	MetricsURL string `json:"metrics_url,omitempty"`
+	// SampleInterval is how often MetricsURL is read during the run for
+	// the peaks a delta cannot show (memory, buffered bytes); 0 reads it
+	// only before and after, for a broker whose CPU is measured (each
+	// scrape costs the agent some CPU, which a broker that is not scraped
+	// does not pay).
+	SampleInterval time.Duration `json:"sample_interval_ns,omitempty"`
 	// Drain bounds the wait for the consumer to catch up after sending.
 	Drain time.Duration `json:"drain_ns"`
 	// Warmup is sent before Duration, at the same rate, and left out of
@@ -82,6 +88,7 @@ func DefaultConfig() Config {
 		Mode: ModeE2E, Brokers: []string{"127.0.0.1:9092"}, Partitions: 16, RecordSize: 1024,
 		Duration: 10 * time.Second, Producers: 2, Linger: 5 * time.Millisecond,
 		BatchBytes: 1 << 20, MaxBuffered: 50000, Inflight: 5, Compression: "none", Drain: 30 * time.Second,
+		SampleInterval: 500 * time.Millisecond,
 	}
 }
 
@@ -521,17 +528,18 @@ func (r *run) consume(ctx context.Context, producedAll <-chan struct{}) error {
 	}
 }
 
-// sample polls the agent's metrics every 500 ms for the peaks a delta
-// cannot show (memory, buffered bytes), until the returned func is called.
+// sample polls the agent's metrics every SampleInterval for the peaks a
+// delta cannot show (memory, buffered bytes), until the returned func is
+// called.
 func (r *run) sample(ctx context.Context, st *Storage) func() {
-	if r.cfg.MetricsURL == "" {
+	if r.cfg.MetricsURL == "" || r.cfg.SampleInterval <= 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(500 * time.Millisecond)
+		t := time.NewTicker(r.cfg.SampleInterval)
 		defer t.Stop()
 		for {
 			select {

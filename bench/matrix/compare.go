@@ -224,8 +224,11 @@ func compareOne(ctx context.Context, floeBin, kfakeBin, natsBin, tmp string, cc 
 		load = append([]string{floeBin, "bench", r.Mode, "--brokers", addr, "--linger", "5ms", "--quiet"}, common...)
 		if b.Kind == "floe" {
 			// For the agent's bytes and PUTs per second, which the floor
-			// below repeats.
-			load = append(load, "--metrics-url", "http://"+httpAddr+"/metrics")
+			// below repeats: read before and after only, since every
+			// scrape costs floe CPU that kfake is not asked to spend (at
+			// 1,000 records/s, two a second were a tenth of floe dev's);
+			// peak memory comes from /proc.
+			load = append(load, "--metrics-url", "http://"+httpAddr+"/metrics", "--metrics-sample-interval", "0")
 		}
 		if r.Rate > 0 {
 			// As the matrix's fixed-rate scenarios: enough requests in

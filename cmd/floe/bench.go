@@ -62,6 +62,7 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.Inflight, "inflight", cfg.Inflight, "produce requests in flight per broker per producer")
 	fs.StringVar(&cfg.Compression, "compression", cfg.Compression, "none, gzip, snappy, lz4 or zstd")
 	fs.StringVar(&cfg.MetricsURL, "metrics-url", "", "the agent's metrics `URL` (http://HOST:PORT/metrics) for object-store and commit counts")
+	fs.DurationVar(&cfg.SampleInterval, "metrics-sample-interval", cfg.SampleInterval, "how often --metrics-url is read during the run for peak memory and buffered bytes (0: only before and after)")
 	fs.StringVar(&cfg.Label, "label", "", "name of this run in the reports (default: the brokers)")
 	fs.DurationVar(&cfg.Drain, "drain", cfg.Drain, "how long the consumer may take to catch up after sending stops")
 	jsonOut := fs.String("json", "", "write the JSON report to `file` (- for stdout)")

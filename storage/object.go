@@ -309,6 +309,17 @@ func appendRun(b []byte, r *Run) []byte {
 	return b
 }
 
+// ObjectKeyPrefixes returns the 256 prefixes NewObjectKey spreads keys
+// over, "objects/00" to "objects/ff": the directories of a file bucket's
+// objects.
+func ObjectKeyPrefixes() []string {
+	out := make([]string, 256)
+	for i := range out {
+		out[i] = fmt.Sprintf("objects/%02x", i)
+	}
+	return out
+}
+
 // NewObjectKey returns a fresh key spread over 256 prefixes:
 // "objects/<2 hex chars>/<unix ms 13 digits>-<16 random hex chars>". The
 // prefix is the first random byte, so keys written in the same millisecond

@@ -46,6 +46,9 @@ func openBucket(ctx context.Context, raw string) (storage.Bucket, func(), error)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open bucket: %w", err)
 		}
+		if err := b.MakeDirs(storage.ObjectKeyPrefixes()...); err != nil {
+			return nil, nil, fmt.Errorf("open bucket: %w", err)
+		}
 		return b, func() {}, nil
 	case "mem":
 		return mem.New(), func() {}, nil

@@ -194,6 +194,40 @@ func writeTemp(dir string, write func(*os.File) error) (string, error) {
 	return name, nil
 }
 
+// MakeDirs creates the directories that keys under prefixes are written
+// to (each prefix a key's directory, such as "objects/0a"), ahead of the
+// first write, fsyncing each parent directory once for all its new
+// entries. A write to a directory it finds missing makes it and fsyncs its
+// parent, one fsync per directory: floe dev's first flushes paid 256 of
+// them, a tenth of its CPU over its first 20 s at 1,000 records/s.
+func (b *Bucket) MakeDirs(prefixes ...string) error {
+	parents := map[string]bool{}
+	for _, p := range prefixes {
+		dir, err := b.path(p + "/x")
+		if err != nil {
+			return fmt.Errorf("make dirs: %w", err)
+		}
+		dir = filepath.Dir(dir)
+		parent := filepath.Dir(dir)
+		if err := b.ensureDir(parent); err != nil {
+			return fmt.Errorf("make dirs: %w", err)
+		}
+		switch err := os.Mkdir(dir, 0o755); {
+		case err == nil:
+			parents[parent] = true
+		case !errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("make dirs: %w", err)
+		}
+		b.dirs.Store(dir, struct{}{})
+	}
+	for parent := range parents {
+		if err := syncDir(parent); err != nil {
+			return fmt.Errorf("make dirs: %w", err)
+		}
+	}
+	return nil
+}
+
 // ensureDir makes sure dir exists, once per directory while it does.
 func (b *Bucket) ensureDir(dir string) error {
 	if _, ok := b.dirs.Load(dir); ok {

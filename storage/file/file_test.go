@@ -155,3 +155,36 @@ func TestPutAfterDirectoryRemoved(t *testing.T) {
 		t.Errorf("removed object: %v, want ErrNotFound", err)
 	}
 }
+
+// TestMakeDirs: the directories of object keys are made ahead, again
+// without error, and objects under them are written and listed as usual;
+// a bad prefix is refused.
+func TestMakeDirs(t *testing.T) {
+	b := newBucket(t)
+	ctx := t.Context()
+	prefixes := storage.ObjectKeyPrefixes()
+	for range 2 {
+		if err := b.MakeDirs(prefixes...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{prefixes[0], prefixes[255]} {
+		if fi, err := os.Stat(filepath.Join(b.Dir(), filepath.FromSlash(p))); err != nil || !fi.IsDir() {
+			t.Fatalf("%s: %v, want a directory", p, err)
+		}
+	}
+	key := storage.NewObjectKey()
+	if err := b.Put(ctx, key, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	if err := b.List(ctx, "objects/", func(o storage.ObjectInfo) error { keys = append(keys, o.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != key {
+		t.Fatalf("listed %v, want [%s]", keys, key)
+	}
+	if err := b.MakeDirs("objects/../x"); err == nil {
+		t.Fatal("a prefix with a .. segment was accepted")
+	}
+}

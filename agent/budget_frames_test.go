@@ -17,13 +17,13 @@ import (
 )
 
 func TestPoolClass(t *testing.T) {
-	for _, n := range []int{0, 1, 1<<16 - 1, 1 << 16} {
+	for _, n := range []int{0, 1, 1<<poolMinShift - 1, 1 << poolMinShift} {
 		if c, _ := poolClass(n); c != -1 {
 			t.Errorf("poolClass(%d) = class %d, want unpooled", n, c)
 		}
 	}
 	prevClass, prevSize := -1, 0
-	for n := 1<<16 + 1; n <= 1<<30; n += n/7 + 1 {
+	for n := 1<<poolMinShift + 1; n <= 1<<30; n += n/7 + 1 {
 		c, size := poolClass(n)
 		if c < 0 || c >= poolClasses {
 			t.Fatalf("poolClass(%d) = class %d, out of range", n, c)
@@ -198,7 +198,7 @@ func TestFailedPutSpoilsFrames(t *testing.T) {
 	cl := ta.client(t, kgo.RecordRetries(0), kgo.DisableIdempotentWrite(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	ta.createTopic(t, cl, "spoil", 1)
-	big := make([]byte, 100<<10) // frames over 64 KiB are pooled
+	big := make([]byte, 100<<10) // frames over 4 KiB are pooled
 	produce := func() error {
 		return cl.ProduceSync(t.Context(), &kgo.Record{Topic: "spoil", Value: big}).FirstErr()
 	}

@@ -294,7 +294,7 @@ var errIdle = errors.New("connection idle")
 // 16 MB, and growing each from 128 KiB copied up to a third more than the
 // frame and left buffers of five sizes to the pool. A peer must have sent
 // a frame of a size in full before an announced frame of that size is
-// charged whole. 128 KiB is above the buffer pool's 64 KiB floor, so a
+// charged whole. 128 KiB is above the buffer pool's 4 KiB floor, so a
 // produce frame's first buffer is recycled too.
 const frameStart = 128 << 10
 

@@ -285,7 +285,7 @@ func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.
 	*held += need
 	out := sp.RecordBatches
 	if need > int64(cap(out)) {
-		out = a.batcher.bufs.get(int(need))[:0]
+		out = a.batcher.bufs.Get(int(need))[:0]
 	}
 	var records int64
 	// behind: a range came from the object store or from read-ahead, so
@@ -396,7 +396,7 @@ func (a *Agent) releaseFetchBuffers(resp *kmsg.FetchResponse) {
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			a.batcher.bufs.put(p.RecordBatches)
+			a.batcher.bufs.Put(p.RecordBatches)
 			p.RecordBatches = []byte{} // empty, never null (see fetchOnce)
 		}
 	}

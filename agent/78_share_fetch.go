@@ -310,7 +310,7 @@ func (a *Agent) shareFetchOnce(ctx context.Context, r *request, group, member st
 		a.coord.shares.observe(p.key, got.bytes, got.records)
 		r.fetchHeld += h
 		if code != nil || got.bytes == 0 {
-			a.batcher.bufs.put(sp.RecordBatches)
+			a.batcher.bufs.Put(sp.RecordBatches)
 			a.fetchBudget.release(h)
 			r.fetchHeld -= h
 			continue
@@ -336,7 +336,7 @@ func (a *Agent) shareFetchOnce(ctx context.Context, r *request, group, member st
 			continue
 		}
 		if len(p.acquired) == 0 {
-			a.batcher.bufs.put(data)
+			a.batcher.bufs.Put(data)
 			a.fetchBudget.release(held[p.key])
 			r.fetchHeld -= held[p.key]
 			delete(records, p.key)
@@ -374,7 +374,7 @@ func (a *Agent) shareStart(ctx context.Context, k metadata.ShareKey, ps metadata
 // releaseShareRecords frees the batches an unsent answer holds.
 func (a *Agent) releaseShareRecords(r *request, records map[metadata.ShareKey][]byte) {
 	for k, b := range records {
-		a.batcher.bufs.put(b)
+		a.batcher.bufs.Put(b)
 		delete(records, k)
 	}
 	if r.fetchHeld > 0 {
@@ -398,7 +398,7 @@ func (sa shareFetchAnswer) release(resp kmsg.Response, held int64) {
 			for j := range sr.Topics[i].Partitions {
 				p := &sr.Topics[i].Partitions[j]
 				if p.Records != nil {
-					sa.a.batcher.bufs.put(p.Records)
+					sa.a.batcher.bufs.Put(p.Records)
 					p.Records = nil
 				}
 			}

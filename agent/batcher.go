@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"floe/internal/bufpool"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -59,8 +60,8 @@ type batcher struct {
 	abortFlushes context.CancelFunc
 
 	// bufs recycles produce request frames and Fetch answers' record
-	// buffers (see bufPool).
-	bufs *bufPool
+	// buffers (internal/bufpool).
+	bufs *bufpool.Pool
 	// writers recycles object writers once their flush has laid out its
 	// object: a warm writer adds batches without allocating, where a new
 	// one per cut grew its batch list again for every object (about 12
@@ -155,7 +156,7 @@ func newBatcher(a *Agent) *batcher {
 		dispDone:   make(chan struct{}),
 		// Idle recycled buffers are part of the agent's fixed overhead:
 		// half the buffer budget keeps a few objects' worth.
-		bufs: newBufPool(a.cfg.poolBytes()),
+		bufs: bufpool.New(a.cfg.poolBytes()),
 	}
 	b.writers.New = func() any { return storage.NewObjectWriter() }
 	b.w = b.writers.Get().(*storage.ObjectWriter)

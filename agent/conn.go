@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/internal/bufpool"
 	"floe/kafkaproto"
 )
 
@@ -325,7 +326,7 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 		return nil, nil, err
 	}
 	c.a.metrics.requestBytes.Add(float64(n) + 4)
-	var pool *bufPool
+	var pool *bufpool.Pool
 	if n >= 2 {
 		// The API key leads the header; Peek waits for 2 bytes that are
 		// part of this frame.
@@ -339,7 +340,7 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 	}
 	alloc := func(size int) []byte {
 		if pool != nil {
-			return pool.get(size)
+			return pool.Get(size)
 		}
 		return make([]byte, size)
 	}
@@ -389,7 +390,7 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 		next := alloc(grown)
 		copy(next, buf)
 		if pool != nil {
-			pool.put(buf)
+			pool.Put(buf)
 		}
 		buf = next
 	}

@@ -21,7 +21,7 @@ type MemoryBudget struct {
 //     every produced batch until its object is stored (batches alias their
 //     frames), over all connections;
 //   - idle buffers: recycled frame and Fetch answer buffers kept for reuse
-//     (bufPool), at most half of --buffer-bytes;
+//     (internal/bufpool), at most half of --buffer-bytes;
 //   - fetch: the record bytes of Fetch answers built and not yet written;
 //   - read cache: the byte ranges of objects kept for fetches;
 //   - read-ahead: the ranges read ahead of consumers catching up, while
@@ -41,7 +41,7 @@ func (c *Config) MemoryBudgets() []MemoryBudget {
 	}, c.ProcessMemoryBudgets...)
 }
 
-// poolBytes bounds the buffers bufPool keeps idle.
+// poolBytes bounds the idle buffers of the agent's buffer pool.
 func (c *Config) poolBytes() int64 { return c.BufferBytes / 2 }
 
 // SumBudgets is the bytes the budgets together allow.

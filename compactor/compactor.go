@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"floe/internal/bufpool"
 	"floe/internal/periodic"
 	"floe/metadata"
 	"floe/storage"
@@ -125,6 +126,9 @@ type Compactor struct {
 	// lastOrphanScan is when gc last listed the bucket for orphans: it
 	// does once per grace period (deleteOrphans), not every round.
 	lastOrphanScan time.Time
+	// windows recycles merges' source windows, up to MergeBufferBytes
+	// (the merges' memory budget) kept between merges.
+	windows *bufpool.Pool
 
 	loop *periodic.Loop
 }
@@ -138,6 +142,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		log:     log.With("component", "compactor", "compactor_id", cfg.ID),
 		metrics: newMetrics(),
 		now:     time.Now,
+		windows: bufpool.New(cfg.MergeBufferBytes),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -656,5 +657,46 @@ func TestMergeBacklogSpreadsOverRounds(t *testing.T) {
 	}
 	if after, _ := e.fetchAll(tp.ID, 0); !bytes.Equal(after, before) {
 		t.Fatal("fetched bytes differ after the merges")
+	}
+}
+
+// TestMergeWindowsRecycled: a merge's source windows go back to the
+// compactor's pool, within the merges' budget, and the next merges read
+// through them (their bytes still fetch the same).
+func TestMergeWindowsRecycled(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MergeBufferBytes = 1 << 20 })
+	tp, err := e.store.CreateTopic(e.ctx, "t", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	for i := range 64 { // objects of 2 × 10 KiB: windows the pool keeps (over 4 KiB)
+		batches := map[int32][][]byte{}
+		for p := range int32(2) {
+			var rs []rec
+			for j := range 10 {
+				rs = append(rs, rec{value: strings.Repeat(fmt.Sprint(i, p, j), 200)[:1000], ts: now})
+			}
+			batches[p] = [][]byte{producerBatch(rs...)}
+		}
+		e.flush(tp.ID, batches)
+	}
+	var before [2][]byte
+	for p := range int32(2) {
+		before[p], _ = e.fetchAll(tp.ID, p)
+	}
+	merges := func() float64 { return testutil.ToFloat64(e.c.metrics.merges) }
+	e.runOnce()
+	held := e.c.windows.Held()
+	if merges() == 0 || held == 0 || held > e.c.cfg.MergeBufferBytes {
+		t.Fatalf("after %v merges the pool keeps %d bytes of windows, want some, at most %d", merges(), held, e.c.cfg.MergeBufferBytes)
+	}
+	for range 3 {
+		e.runOnce()
+	}
+	for p := range int32(2) {
+		if got, _ := e.fetchAll(tp.ID, p); !bytes.Equal(got, before[p]) {
+			t.Fatalf("partition %d: fetched bytes differ after merges through recycled windows", p)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"floe/internal/bufpool"
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/storage"
@@ -161,7 +162,11 @@ func (c *Compactor) writeMerged(ctx context.Context, key string, rows []metadata
 	// A PUT that stopped reading early leaves the writer blocked on the
 	// pipe: closing it ends the writer.
 	pr.CloseWithError(errPutDone)
-	if err := <-written; err != nil && !errors.Is(err, errPutDone) {
+	err := <-written
+	for _, s := range srcs { // the writer is done with them
+		s.pool.Put(s.buf)
+	}
+	if err != nil && !errors.Is(err, errPutDone) {
 		return 0, nil, err // the PUT failed on it, storing nothing
 	}
 	if putErr != nil {
@@ -182,9 +187,14 @@ type source struct {
 	key    string
 	end    int64 // the end of the last row read from it
 	window int64
-	// data is the bytes [from, from+len(data)) of the object.
+	// data is the bytes [from, from+len(data)) of the object, in buf,
+	// which each window is read into (storage.ReadRange) rather than
+	// allocated afresh: merges run one at a time and take their windows
+	// from the compactor's pool, so a merge's windows are the last one's.
 	from int64
 	data []byte
+	buf  []byte
+	pool *bufpool.Pool // where buf comes from and goes back to (the compactor's windows)
 }
 
 // sources returns one source per object of rows, each with a window of
@@ -194,7 +204,7 @@ func (c *Compactor) sources(rows []metadata.IndexEntry) map[string]*source {
 	for _, r := range rows {
 		s, ok := srcs[r.ObjectKey]
 		if !ok {
-			s = &source{bucket: c.bucket, key: r.ObjectKey}
+			s = &source{bucket: c.bucket, key: r.ObjectKey, pool: c.windows}
 			srcs[r.ObjectKey] = s
 		}
 		s.end = max(s.end, r.ByteOffset+r.ByteLength)
@@ -207,23 +217,25 @@ func (c *Compactor) sources(rows []metadata.IndexEntry) map[string]*source {
 }
 
 // read returns the n bytes at pos, valid until the next read: from the
-// window, or from a new one GET from pos (a step of the pacer). A batch
-// larger than the window is read whole.
+// window, or from a new one read from pos into the source's buffer (a step
+// of the pacer). A batch larger than the window is read whole, into a
+// buffer of its size.
 func (s *source) read(ctx context.Context, pos, n int64, p *pacer) ([]byte, error) {
 	if pos >= s.from && pos+n <= s.from+int64(len(s.data)) {
 		return s.data[pos-s.from : pos-s.from+n], nil
 	}
-	s.data = nil // not held across the GET
+	s.data = nil
 	if err := p.step(ctx); err != nil {
 		return nil, err
 	}
 	length := max(min(s.window, s.end-pos), n)
-	data, err := s.bucket.GetRange(ctx, s.key, pos, length)
-	if err != nil {
-		return nil, fmt.Errorf("read %s [%d,%d): %w", s.key, pos, pos+length, err)
+	if int64(cap(s.buf)) < length {
+		s.pool.Put(s.buf)
+		s.buf = s.pool.Get(int(length))
 	}
-	if int64(len(data)) != length {
-		return nil, fmt.Errorf("read %s [%d,%d): got %d bytes", s.key, pos, pos+length, len(data))
+	data := s.buf[:length]
+	if err := storage.ReadRange(ctx, s.bucket, s.key, pos, data); err != nil {
+		return nil, fmt.Errorf("read %s [%d,%d): %w", s.key, pos, pos+length, err)
 	}
 	s.from, s.data = pos, data
 	return data[:n], nil

@@ -108,6 +108,34 @@ func PutSummed(ctx context.Context, b Bucket, key string, sum Checksum, parts ..
 	return b.Put(ctx, key, parts...)
 }
 
+// RangeReader is a Bucket that reads a byte range into a buffer its caller
+// owns: a merge reads its sources through one window each, reused, where
+// GetRange allocated every window afresh (in floe dev at 10,000 records/s,
+// as much garbage as produce itself made).
+type RangeReader interface {
+	// ReadRange fills buf with the len(buf) bytes of key from offset. A
+	// range past the object's end is an error wrapping
+	// io.ErrUnexpectedEOF; a missing key, ErrNotFound.
+	ReadRange(ctx context.Context, key string, offset int64, buf []byte) error
+}
+
+// ReadRange fills buf from key at offset through b's ReadRange, or, for a
+// Bucket without one, through GetRange and a copy.
+func ReadRange(ctx context.Context, b Bucket, key string, offset int64, buf []byte) error {
+	if rr, ok := b.(RangeReader); ok {
+		return rr.ReadRange(ctx, key, offset, buf)
+	}
+	data, err := b.GetRange(ctx, key, offset, int64(len(buf)))
+	if err != nil {
+		return err
+	}
+	if len(data) != len(buf) {
+		return fmt.Errorf("read %s [%d,%d): %d bytes: %w", key, offset, offset+int64(len(buf)), len(data), io.ErrUnexpectedEOF)
+	}
+	copy(buf, data)
+	return nil
+}
+
 // ReadStream reads exactly size bytes from body and checks that it ends
 // there.
 func ReadStream(body io.Reader, size int64) ([]byte, error) {

@@ -32,6 +32,7 @@ import (
 var (
 	_ storage.Bucket       = (*Bucket)(nil)
 	_ storage.StreamPutter = (*Bucket)(nil)
+	_ storage.RangeReader  = (*Bucket)(nil)
 )
 
 // tempPrefix starts the name of every temp file. Keys may not contain a
@@ -294,29 +295,14 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 }
 
 func (b *Bucket) getRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	if offset < 0 {
 		return nil, fmt.Errorf("negative offset %d", offset)
 	}
-	path, err := b.path(key)
+	f, size, err := b.open(ctx, key)
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, notFound(err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, storage.ErrNotFound
-	}
-	size := st.Size()
 	start := min(offset, size)
 	n := size - start
 	if length >= 0 && length < n {
@@ -329,6 +315,49 @@ func (b *Bucket) getRange(ctx context.Context, key string, offset, length int64)
 		return nil, err
 	}
 	return buf, nil
+}
+
+// ReadRange fills buf with the bytes of key from offset.
+func (b *Bucket) ReadRange(ctx context.Context, key string, offset int64, buf []byte) error {
+	if offset < 0 {
+		return fmt.Errorf("read %s: negative offset %d", key, offset)
+	}
+	f, size, err := b.open(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	defer f.Close()
+	if offset+int64(len(buf)) > size {
+		return fmt.Errorf("read %s [%d,%d) of %d bytes: %w", key, offset, offset+int64(len(buf)), size, io.ErrUnexpectedEOF)
+	}
+	if _, err := f.ReadAt(buf, offset); err != nil && !(errors.Is(err, io.EOF) && len(buf) == 0) {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	return nil
+}
+
+// open opens the object key for reading and returns its size.
+func (b *Bucket) open(ctx context.Context, key string) (*os.File, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	path, err := b.path(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, notFound(err)
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = storage.ErrNotFound
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }
 
 // notFound maps "no such file" and "a file where a directory was expected"

@@ -17,6 +17,7 @@ import (
 var (
 	_ storage.Bucket       = (*Bucket)(nil)
 	_ storage.StreamPutter = (*Bucket)(nil)
+	_ storage.RangeReader  = (*Bucket)(nil)
 )
 
 type object struct {
@@ -96,6 +97,27 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 		end = start + length
 	}
 	return slices.Clone(o.data[start:end:end]), nil
+}
+
+// ReadRange fills buf with the bytes of key from offset.
+func (b *Bucket) ReadRange(ctx context.Context, key string, offset int64, buf []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("read %s: negative offset %d", key, offset)
+	}
+	b.mu.Lock()
+	o, ok := b.objects[key]
+	b.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("read %s: %w", key, storage.ErrNotFound)
+	}
+	if offset+int64(len(buf)) > int64(len(o.data)) {
+		return fmt.Errorf("read %s [%d,%d) of %d bytes: %w", key, offset, offset+int64(len(buf)), len(o.data), io.ErrUnexpectedEOF)
+	}
+	copy(buf, o.data[offset:])
+	return nil
 }
 
 // Size returns the size of key.

@@ -39,6 +39,7 @@ var (
 	_ storage.Bucket         = (*Bucket)(nil)
 	_ storage.StreamPutter   = (*Bucket)(nil)
 	_ storage.ChecksumPutter = (*Bucket)(nil)
+	_ storage.RangeReader    = (*Bucket)(nil)
 )
 
 // Config says which bucket to use and how to reach it.
@@ -370,25 +371,12 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 		}
 		return []byte{}, nil
 	}
-	in := &awss3.GetObjectInput{Bucket: &b.bucket, Key: aws.String(b.prefix + key)}
-	switch {
-	case length > 0 && length <= 1<<63-1-offset:
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1))
-	case offset > 0:
-		// A negative length, or one that reaches past any possible end.
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
-	}
-	out, err := b.client.GetObject(ctx, in)
+	out, ok, err := b.getObject(ctx, key, offset, length)
 	if err != nil {
-		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable {
-			// The range starts at or past the end of an existing object
-			// (a missing key is 404): there are no bytes to return.
-			return []byte{}, nil
-		}
-		if isNotFound(err) {
-			return nil, fmt.Errorf("s3 get %s: %w (%v)", key, storage.ErrNotFound, err)
-		}
-		return nil, fmt.Errorf("s3 get %s: %w", key, err)
+		return nil, err
+	}
+	if !ok {
+		return []byte{}, nil
 	}
 	defer out.Body.Close()
 	var buf bytes.Buffer
@@ -406,6 +394,60 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 		return []byte{}, nil
 	}
 	return buf.Bytes(), nil
+}
+
+// ReadRange fills buf with the bytes of key from offset, with one ranged
+// GET read straight into it.
+func (b *Bucket) ReadRange(ctx context.Context, key string, offset int64, buf []byte) error {
+	if offset < 0 {
+		return fmt.Errorf("s3 read %s: negative offset %d", key, offset)
+	}
+	if len(buf) == 0 {
+		_, err := b.Size(ctx, key)
+		return err
+	}
+	out, ok, err := b.getObject(ctx, key, offset, int64(len(buf)))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("s3 read %s [%d,%d): past the end: %w", key, offset, offset+int64(len(buf)), io.ErrUnexpectedEOF)
+	}
+	defer out.Body.Close()
+	if n, err := io.ReadFull(out.Body, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("s3 read %s [%d,%d): %d bytes: %w", key, offset, offset+int64(len(buf)), n, err)
+	}
+	return nil
+}
+
+// getObject starts a GET of length bytes (not 0) of key from offset, or to
+// its end if length is negative. ok is false, with no body, when the range
+// starts at or past the end of an existing object.
+func (b *Bucket) getObject(ctx context.Context, key string, offset, length int64) (out *awss3.GetObjectOutput, ok bool, err error) {
+	in := &awss3.GetObjectInput{Bucket: &b.bucket, Key: aws.String(b.prefix + key)}
+	switch {
+	case length > 0 && length <= 1<<63-1-offset:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1))
+	case offset > 0:
+		// A negative length, or one that reaches past any possible end.
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
+	}
+	out, err = b.client.GetObject(ctx, in)
+	if err != nil {
+		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable {
+			// The range starts at or past the end of an existing object
+			// (a missing key is 404): there are no bytes to return.
+			return nil, false, nil
+		}
+		if isNotFound(err) {
+			return nil, false, fmt.Errorf("s3 get %s: %w (%v)", key, storage.ErrNotFound, err)
+		}
+		return nil, false, fmt.Errorf("s3 get %s: %w", key, err)
+	}
+	return out, true, nil
 }
 
 // Size returns the size of key from a HEAD request.

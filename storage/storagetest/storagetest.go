@@ -25,6 +25,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) storage.Bucket) {
 	}{
 		{"PutGet", testPutGet},
 		{"GetRange", testGetRange},
+		{"ReadRange", testReadRange},
 		{"EmptyObject", testEmptyObject},
 		{"Size", testSize},
 		{"NotFound", testNotFound},
@@ -110,6 +111,35 @@ func testPutParts(t *testing.T, b storage.Bucket) {
 		t.Fatalf("Put of no parts: %v", err)
 	}
 	checkGet(t, b, "no-parts", 0, -1, []byte{})
+}
+
+// testReadRange reads ranges into buffers through storage.ReadRange (the
+// bucket's own ReadRange, or GetRange and a copy): exact bytes, and an
+// error for a range past the end or a missing key.
+func testReadRange(t *testing.T, b storage.Bucket) {
+	ctx := t.Context()
+	data := pattern(1000, 3)
+	mustPut(t, b, "rr", data)
+	for _, r := range [][2]int64{{0, 1000}, {0, 1}, {123, 456}, {999, 1}, {500, 0}} {
+		buf := make([]byte, r[1])
+		if err := storage.ReadRange(ctx, b, "rr", r[0], buf); err != nil {
+			t.Fatalf("ReadRange(%d, %d): %v", r[0], r[1], err)
+		}
+		if !bytes.Equal(buf, data[r[0]:r[0]+r[1]]) {
+			t.Fatalf("ReadRange(%d, %d) read other bytes", r[0], r[1])
+		}
+	}
+	for _, r := range [][2]int64{{990, 20}, {1000, 1}, {5000, 10}} {
+		if err := storage.ReadRange(ctx, b, "rr", r[0], make([]byte, r[1])); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("ReadRange(%d, %d) past the end of 1000 bytes: %v, want io.ErrUnexpectedEOF", r[0], r[1], err)
+		}
+	}
+	if err := storage.ReadRange(ctx, b, "missing", 0, make([]byte, 10)); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("ReadRange of a missing key: %v, want ErrNotFound", err)
+	}
+	if err := storage.ReadRange(ctx, b, "rr", -1, make([]byte, 10)); err == nil {
+		t.Fatal("ReadRange with a negative offset succeeded")
+	}
 }
 
 func testGetRange(t *testing.T, b storage.Bucket) {

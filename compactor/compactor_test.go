@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -698,5 +699,41 @@ func TestMergeWindowsRecycled(t *testing.T) {
 		if got, _ := e.fetchAll(tp.ID, p); !bytes.Equal(got, before[p]) {
 			t.Fatalf("partition %d: fetched bytes differ after merges through recycled windows", p)
 		}
+	}
+}
+
+// checksumBucket checks, as S3 does with x-amz-checksum-crc32c, the
+// checksum each object is PUT with.
+type checksumBucket struct {
+	storage.Bucket
+	mu            sync.Mutex
+	summed, wrong int
+}
+
+func (b *checksumBucket) PutChecksummed(ctx context.Context, key string, crc uint32, parts ...[]byte) error {
+	b.mu.Lock()
+	b.summed++
+	if crc32.Checksum(bytes.Join(parts, nil), crc32.MakeTable(crc32.Castagnoli)) != crc {
+		b.wrong++
+	}
+	b.mu.Unlock()
+	return b.Bucket.Put(ctx, key, parts...)
+}
+
+// TestKeyCompactionPutsChecksummed: key compaction's objects, whose batches
+// it encodes itself, are PUT with the checksum of their bytes.
+func TestKeyCompactionPutsChecksummed(t *testing.T) {
+	e := newEnv(t, nil)
+	cb := &checksumBucket{Bucket: e.bucket}
+	e.c = New(e.c.cfg, e.store, cb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tp, err := e.store.CreateTopic(e.ctx, "kc", 2, map[string]string{"cleanup.policy": "compact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	randomFlushes(e, rand.New(rand.NewPCG(9, 10)), tp, 40, 5, 0.1, func(i int) int64 { return now + int64(i) })
+	e.runOnce()
+	if n := testutil.ToFloat64(e.c.metrics.keyCompactions); n == 0 || cb.summed == 0 || cb.wrong != 0 {
+		t.Fatalf("%v partitions key-compacted, %d objects PUT with a checksum, %d of them wrong", n, cb.summed, cb.wrong)
 	}
 }

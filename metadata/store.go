@@ -5,7 +5,8 @@
 // their committed offsets (GroupStore), producer ids and per-partition
 // sequence state for idempotent produce (ProducerStore), transactions and the
 // aborted ranges read_committed fetches skip (TxnStore), and the compactor's
-// job leases, index swaps and object bookkeeping (CompactionStore, JobLease).
+// job leases, index swaps and object bookkeeping (CompactionStore, JobLease),
+// and the schema registry's schemas, subjects and settings (SchemaStore).
 // Store is all of these. The commit's decisions — which batches of a run are
 // appended, duplicates or refused, and what a transactional run opens or ends
 // — are pure functions both stores share (PlanRun, PlanTxnRun), as is the
@@ -153,6 +154,7 @@ type Store interface {
 	ProducerStore
 	TxnStore
 	ShareStore
+	SchemaStore
 
 	// CreateTopic creates a topic with a fresh random id and partitions
 	// 0..partitions-1 at offset 0. ErrTopicExists if the name is taken;

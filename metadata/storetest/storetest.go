@@ -83,6 +83,10 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"ExpireOffsets", testExpireOffsets},
 		{"CoordinatorLeases", testCoordinatorLeases},
 		{"LeaseRace", testLeaseRace},
+		{"Schemas", testSchemas},
+		{"SchemaVersions", testSchemaVersions},
+		{"SchemaSettings", testSchemaSettings},
+		{"SchemasConcurrent", testSchemasConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, open(t))

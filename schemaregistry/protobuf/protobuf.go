@@ -1,0 +1,289 @@
+// Package protobuf is the schema registry's Protobuf format: it compiles a
+// schema's .proto text (or a base64 FileDescriptorProto, Confluent's
+// format=serialized) with bufbuild/protocompile, its imports resolved from the
+// schema's references and from the files Confluent serves built in (the Google
+// well-known types, the common google/type files, confluent/meta.proto and
+// confluent/type/decimal.proto); prints it back in Confluent's layout for
+// look-ups (Canonical) and normalize=true (Normalized); decodes payloads
+// against a message named by Confluent's message-index path; and applies
+// Confluent's Protobuf compatibility rules (compat.go).
+//
+// It never reads the file system or the network: every import is either a
+// reference handed in by the registry or a file compiled into the binary.
+// Files: protobuf.go (Parse, Validate), builtin.go (the built-in files),
+// print.go (Canonical, Normalized), compat.go (compatibility).
+package protobuf
+
+import (
+		"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bufbuild/protocompile"
+	"github.com/bufbuild/protocompile/linker"
+	"github.com/bufbuild/protocompile/parser"
+	"github.com/bufbuild/protocompile/reporter"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"floe/schemaregistry/format"
+)
+
+// New returns the Protobuf format.
+func New() format.Format { return protobufFormat{} }
+
+var _ format.Format = protobufFormat{}
+
+type protobufFormat struct{}
+
+func (protobufFormat) Type() string { return format.Protobuf }
+
+// maxDepth bounds how deep references may nest: a chain longer than this is
+// a cycle or an abuse, and is refused rather than followed.
+const maxDepth = 64
+
+// Schema is a compiled Protobuf schema.
+type Schema struct {
+	// file is the linked descriptor of the schema's own file.
+	file linker.File
+	// src is the file as parsed, before linking: type names as written,
+	// options uninterpreted. Canonical prints from it.
+	src *descriptorpb.FileDescriptorProto
+	// origins names where each imported file came from, by import path: a
+	// reference's subject and version, or builtin. Compatibility compares
+	// two same-named types from different origins field by field.
+	origins map[string]origin
+	// declaredProto2: the text says syntax = "proto2" (the descriptor
+	// cannot tell that from no syntax line).
+	declaredProto2 bool
+	canonical      string
+	// normalized is printed on first use (most schemas are never asked),
+	// once: a cached schema is shared by every produce that validates.
+	normalizeOnce sync.Once
+	normalized    string
+}
+
+var _ format.Schema = (*Schema)(nil)
+
+type origin struct {
+	subject string
+	version int
+	builtin bool
+}
+
+// invalidPrefix opens Confluent's 42201 message for a Protobuf schema that
+// does not compile (ProtobufSchemaProvider).
+const invalidPrefix = "Invalid schema of type PROTOBUF, details: "
+
+// Parse compiles schema with its references.
+func (protobufFormat) Parse(schema string, refs []format.Reference) (format.Schema, error) {
+	s, err := parse(schema, refs)
+	if err != nil {
+		return nil, fmt.Errorf("%s%w", invalidPrefix, err)
+	}
+	return s, nil
+}
+
+func parse(schema string, refs []format.Reference) (*Schema, error) {
+	sources := map[string]string{}
+	origins := map[string]origin{}
+	if err := collectRefs(refs, sources, origins, 0); err != nil {
+		return nil, err
+	}
+	root := "schema.proto"
+	for i := 0; ; i++ {
+		if _, ok := sources[root]; !ok {
+			break
+		}
+		root = fmt.Sprintf("schema%d.proto", i)
+	}
+
+	rootRes, err := parseRoot(root, schema)
+	if err != nil {
+		return nil, err
+	}
+	// The linker interprets options and resolves names in place; keep the
+	// file as written for printing.
+	src := proto.Clone(rootRes.FileDescriptorProto()).(*descriptorpb.FileDescriptorProto)
+
+	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+		if path == root {
+			return protocompile.SearchResult{ParseResult: rootRes}, nil
+		}
+		if text, ok := sources[path]; ok {
+			return protocompile.SearchResult{Source: strings.NewReader(text)}, nil
+		}
+		if text, ok := builtinFiles[path]; ok {
+			return protocompile.SearchResult{Source: strings.NewReader(text)}, nil
+		}
+		return protocompile.SearchResult{}, fmt.Errorf("file %q not found: no reference of that name", path)
+	}))
+	c := protocompile.Compiler{
+		Resolver:       resolver,
+		MaxParallelism: 1,
+		Reporter:       reporter.NewReporter(nil, nil),
+	}
+	files, err := compile(&c, root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schema{file: files[0], src: src, origins: origins}
+	if ast := rootRes.AST(); ast != nil {
+		s.declaredProto2 = ast.Syntax != nil && ast.Syntax.Syntax.AsString() == "proto2"
+	} else {
+		s.declaredProto2 = src.GetSyntax() == "proto2"
+	}
+	imports := s.file.Imports()
+	for i := 0; i < imports.Len(); i++ {
+		markBuiltins(imports.Get(i).FileDescriptor, s.origins)
+	}
+	s.canonical = printFile(s, false)
+	return s, nil
+}
+
+// compile runs the compiler, turning a panic inside it into an error: a
+// schema is user input and must never take the process down.
+func compile(c *protocompile.Compiler, root string) (files linker.Files, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			files, err = nil, fmt.Errorf("compiler failure: %v", p)
+		}
+	}()
+	return c.Compile(context.Background(), root)
+}
+
+// parseRoot parses the schema's own text, or failing that decodes it as a
+// base64 FileDescriptorProto (format=serialized).
+func parseRoot(name, schema string) (parser.Result, error) {
+	h := reporter.NewHandler(nil)
+	ast, perr := parser.Parse(name, strings.NewReader(schema), h)
+	if perr == nil {
+		res, err := parser.ResultFromAST(ast, true, h)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	if fd, ok := decodeSerialized(schema); ok {
+		fd.Name = proto.String(name)
+		return parser.ResultWithoutAST(fd), nil
+	}
+	return nil, perr
+}
+
+func decodeSerialized(schema string) (*descriptorpb.FileDescriptorProto, bool) {
+	text := strings.TrimSpace(schema)
+	if text == "" || strings.ContainsAny(text, " \n\t;{") {
+		return nil, false
+	}
+	raw, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return nil, false
+	}
+	fd := &descriptorpb.FileDescriptorProto{}
+	if err := proto.Unmarshal(raw, fd); err != nil {
+		return nil, false
+	}
+	if len(fd.MessageType) == 0 && len(fd.EnumType) == 0 && len(fd.Service) == 0 && fd.GetPackage() == "" && fd.GetSyntax() == "" {
+		return nil, false
+	}
+	return fd, true
+}
+
+// collectRefs flattens the reference tree into import path -> text. The
+// first text given for a path wins, as an import path names one file.
+func collectRefs(refs []format.Reference, sources map[string]string, origins map[string]origin, depth int) error {
+	if depth > maxDepth {
+		return errors.New("references nest too deeply")
+	}
+	for _, r := range refs {
+		if _, ok := sources[r.Name]; ok {
+			continue
+		}
+		sources[r.Name] = r.Schema
+		origins[r.Name] = origin{subject: r.Subject, version: r.Version}
+		if err := collectRefs(r.References, sources, origins, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markBuiltins records every file reachable from f that no reference gave
+// as built in.
+func markBuiltins(f protoreflect.FileDescriptor, origins map[string]origin) {
+	if _, ok := origins[f.Path()]; ok {
+		return
+	}
+	origins[f.Path()] = origin{builtin: true}
+	imports := f.Imports()
+	for i := 0; i < imports.Len(); i++ {
+		markBuiltins(imports.Get(i).FileDescriptor, origins)
+	}
+}
+
+// Canonical is the schema printed back from its parsed form in Confluent's
+// layout (ProtobufSchema.canonicalString): white space and comments do not
+// count.
+func (s *Schema) Canonical() string { return s.canonical }
+
+// Normalized is Confluent's normalize: type names fully qualified, fields,
+// options, imports and enum values sorted.
+func (s *Schema) Normalized() string {
+	s.normalizeOnce.Do(func() { s.normalized = printFile(s, true) })
+	return s.normalized
+}
+
+// Descriptor is the compiled file, for callers that decode records
+// themselves (typed tables).
+func (s *Schema) Descriptor() protoreflect.FileDescriptor { return s.file }
+
+// Message returns the message that a Confluent message-index path names:
+// nil or [0] the file's first message, [1, 0] the first message nested in
+// the second. Only messages count, in declaration order; map entries and
+// enums do not, as in Confluent's serializers.
+func (s *Schema) Message(index []int) (protoreflect.MessageDescriptor, error) {
+	if len(index) == 0 {
+		index = []int{0}
+	}
+	var md protoreflect.MessageDescriptor
+	msgs := s.file.Messages()
+	for _, i := range index {
+		md = nil
+		n := 0
+		for j := 0; j < msgs.Len(); j++ {
+			m := msgs.Get(j)
+			if m.IsMapEntry() {
+				continue
+			}
+			if n == i {
+				md = m
+				break
+			}
+			n++
+		}
+		if md == nil {
+			return nil, fmt.Errorf("invalid message indexes %v: %w", index, format.ErrUnknownIndex)
+		}
+		msgs = md.Messages()
+	}
+	return md, nil
+}
+
+// Validate decodes payload as the message that index names.
+func (s *Schema) Validate(index []int, payload []byte) error {
+	md, err := s.Message(index)
+	if err != nil {
+		return err
+	}
+	msg := dynamicpb.NewMessage(md)
+	if err := (proto.UnmarshalOptions{RecursionLimit: 100}).Unmarshal(payload, msg); err != nil {
+		return fmt.Errorf("payload is not a %s: %w", md.FullName(), err)
+	}
+	return nil
+}

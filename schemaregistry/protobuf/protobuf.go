@@ -15,7 +15,7 @@
 package protobuf
 
 import (
-		"context"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"

@@ -392,7 +392,13 @@ func (b *builder) typed(v *value, c docContext) []*node {
 		{"string", []string{"minLength", "maxLength", "pattern", "format"}},
 	} {
 		for _, k := range family.keywords {
-			if v.get(k) != nil {
+			kv := v.get(k)
+			if k == "properties" && c.draft >= 2019 && kv != nil && kv.kind == 'o' && len(kv.members) == 0 {
+				// Confluent's 2019-09/2020-12 translation makes nothing of
+				// an empty properties.
+				continue
+			}
+			if kv != nil {
 				n := b.ofType(v, c, family.typ)
 				n.part = "implicit " + family.typ
 				out = append(out, n)
@@ -509,32 +515,36 @@ func (b *builder) object(n *node, v *value, c docContext) {
 func (b *builder) array(n *node, v *value, c docContext) {
 	n.kind = kArray
 	items, prefix := v.get("items"), v.get("prefixItems")
-	additional := v.get("additionalItems")
 	if c.draft >= 2020 {
-		// prefixItems is draft 2020-12's tuple and items its additionalItems
-		// once there is a tuple.
-		if prefix != nil {
-			additional, items = items, prefix
-		}
-	}
-	switch {
-	case items == nil:
-	case items.kind == 'a':
-		for _, it := range items.items {
-			n.tuple = append(n.tuple, b.build(it, c))
-		}
-		if n.tuple == nil {
+		// Draft 2020-12 as Confluent translates it: prefixItems is the
+		// tuple; items false forbids more items, items true says nothing,
+		// and an items schema is every item's without a tuple and the
+		// additional items' with one.
+		if prefix != nil && prefix.kind == 'a' {
 			n.tuple = []*node{}
+			for _, it := range prefix.items {
+				n.tuple = append(n.tuple, b.build(it, c))
+			}
 		}
-		n.noAdditional, n.additional = b.additionalOf(additional, c)
-	default:
-		n.allItems = b.build(items, c)
-		if c.draft >= 2020 {
-			n.noAdditional, n.additional = b.additionalOf(additional, c)
+		switch {
+		case items == nil:
+		case items.kind == 'b':
+			n.noAdditional = !items.boolean
+		case n.tuple == nil:
+			n.allItems = b.build(items, c)
+		default:
+			n.additional = b.build(items, c)
 		}
-	}
-	if n.tuple == nil && n.allItems == nil {
-		n.noAdditional, n.additional = b.additionalOf(additional, c)
+	} else {
+		if items != nil && items.kind == 'a' {
+			n.tuple = []*node{}
+			for _, it := range items.items {
+				n.tuple = append(n.tuple, b.build(it, c))
+			}
+		} else if items != nil {
+			n.allItems = b.build(items, c)
+		}
+		n.noAdditional, n.additional = b.additionalOf(v.get("additionalItems"), c)
 	}
 	n.minItems = number(v.get("minItems"))
 	n.maxItems = number(v.get("maxItems"))
@@ -542,6 +552,12 @@ func (b *builder) array(n *node, v *value, c docContext) {
 		n.unique = u.boolean
 	}
 	n.minContains = number(v.get("minContains"))
+	if c.draft >= 2019 && n.minContains == nil && v.get("contains") != nil {
+		// Confluent's 2019-09/2020-12 translation writes contains' default
+		// minContains of 1 down.
+		one := 1.0
+		n.minContains = &one
+	}
 	n.maxContains = number(v.get("maxContains"))
 	if c.draft >= 2019 {
 		if u := v.get("unevaluatedItems"); u != nil {

@@ -1,0 +1,142 @@
+package avro
+
+import (
+	"strings"
+	"testing"
+
+	havro "github.com/hamba/avro/v2"
+
+	"floe/schemaregistry/format"
+)
+
+func TestCanonical(t *testing.T) {
+	for _, tc := range []struct{ in, canonical, normalized string }{
+		{`"string"`, `"string"`, `"string"`},
+		{`{"type":"string"}`, `"string"`, `"string"`},
+		{` { "type" : "int", "logicalType": "date" } `, `{"type":"int","logicalType":"date"}`, `{"type":"int","logicalType":"date"}`},
+		{`["null", {"type":"string"}]`, `["null","string"]`, `["null","string"]`},
+		{
+			`{"namespace":"com.ex","type":"record","name":"User","doc":"a user","fields":[
+				{"name":"id","type":"long","doc":"the id"},
+				{"name":"name","type":["null","string"],"default":null},
+				{"name":"addr","type":{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"}]}},
+				{"name":"prev","type":["null","Addr"],"default":null,"order":"descending"},
+				{"name":"kind","type":{"type":"enum","name":"Kind","namespace":"other","symbols":["A","B"],"default":"A"}},
+				{"name":"k2","type":"other.Kind","x-prop":{"b":1,"a":[1.50,"é\u0001"]}},
+				{"name":"f","type":{"type":"fixed","name":"F","size":4}}
+			],"aliases":["Person","x.People"]}`,
+			`{"type":"record","name":"User","namespace":"com.ex","doc":"a user","fields":[` +
+				`{"name":"id","type":"long","doc":"the id"},` +
+				`{"name":"name","type":["null","string"],"default":null},` +
+				`{"name":"addr","type":{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"}]}},` +
+				`{"name":"prev","type":["null","Addr"],"default":null,"order":"descending"},` +
+				`{"name":"kind","type":{"type":"enum","name":"Kind","namespace":"other","symbols":["A","B"],"default":"A"}},` +
+				`{"name":"k2","type":"other.Kind","x-prop":{"b":1,"a":[1.50,"é\u0001"]}},` +
+				`{"name":"f","type":{"type":"fixed","name":"F","size":4}}` +
+				`],"aliases":["Person","x.People"]}`,
+			`{"name":"com.ex.User","type":"record","fields":[` +
+				`{"name":"id","type":"long","order":"ASCENDING","doc":"the id"},` +
+				`{"name":"name","type":["null","string"],"order":"ASCENDING","default":null},` +
+				`{"name":"addr","type":{"name":"com.ex.Addr","type":"record","fields":[{"name":"city","type":"string","order":"ASCENDING"}]},"order":"ASCENDING"},` +
+				`{"name":"prev","type":["null","com.ex.Addr"],"order":"DESCENDING","default":null},` +
+				`{"name":"kind","type":{"name":"other.Kind","type":"enum","symbols":["A","B"],"default":"A"},"order":"ASCENDING"},` +
+				`{"name":"k2","type":"other.Kind","order":"ASCENDING","x-prop":{"b":1,"a":[1.50,"é\u0001"]}},` +
+				`{"name":"f","type":{"name":"com.ex.F","type":"fixed","size":4},"order":"ASCENDING"}` +
+				`],"doc":"a user","aliases":["com.ex.Person","x.People"]}`,
+		},
+	} {
+		s, err := Format{}.Parse(tc.in, nil)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tc.in, err)
+		}
+		if got := s.Canonical(); got != tc.canonical {
+			t.Errorf("Canonical(%s)\n got %s\nwant %s", tc.in, got, tc.canonical)
+		}
+		if got := s.Normalized(); got != tc.normalized {
+			t.Errorf("Normalized(%s)\n got %s\nwant %s", tc.in, got, tc.normalized)
+		}
+		// Both forms parse again to themselves.
+		for _, form := range []string{s.Canonical(), s.Normalized()} {
+			again, err := Format{}.Parse(form, nil)
+			if err != nil || again.Canonical() != Must(Format{}.Parse(form, nil)).Canonical() {
+				t.Fatalf("Parse(%s): %v", form, err)
+			}
+		}
+	}
+}
+
+func Must(s format.Schema, err error) format.Schema {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func TestReferences(t *testing.T) {
+	addr := format.Reference{Name: "com.ex.Addr", Subject: "addr", Version: 1,
+		Schema: `{"type":"record","name":"Addr","namespace":"com.ex","fields":[{"name":"city","type":"string"}]}`}
+	s, err := Format{}.Parse(`{"type":"record","name":"User","namespace":"com.ex","fields":[{"name":"a","type":"Addr"},{"name":"b","type":"com.ex.Addr"}]}`, []format.Reference{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Canonical(), `{"type":"record","name":"User","namespace":"com.ex","fields":[{"name":"a","type":"Addr"},{"name":"b","type":"Addr"}]}`; got != want {
+		t.Fatalf("Canonical\n got %s\nwant %s", got, want)
+	}
+	if got, want := s.Normalized(), `{"name":"com.ex.User","type":"record","fields":[{"name":"a","type":"com.ex.Addr","order":"ASCENDING"},{"name":"b","type":"com.ex.Addr","order":"ASCENDING"}]}`; got != want {
+		t.Fatalf("Normalized\n got %s\nwant %s", got, want)
+	}
+	if _, err := (Format{}).Parse(`{"type":"record","name":"User","fields":[{"name":"a","type":"com.ex.Addr"}]}`, nil); err == nil {
+		t.Fatal("a schema naming an unknown type parsed")
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	for _, in := range []string{``, `string`, `{`, `"strin"`, `{"type":"record","name":"X"}`, `{"type":"record","name":"X","fields":[{"name":"a"}]}`,
+		`{"type":"enum","name":"E","symbols":["A","A"]}`, `[1]`, `"x" "y"`, strings.Repeat("[", 10000)} {
+		_, err := Format{}.Parse(in, nil)
+		if err == nil {
+			t.Errorf("Parse(%.40s) succeeded", in)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "Invalid schema of type AVRO, details: ") {
+			t.Errorf("Parse(%.40s): %v", in, err)
+		}
+	}
+}
+
+func TestCompatible(t *testing.T) {
+	v1 := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, nil))
+	v2 := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}`, nil))
+	v2d := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string","default":""}]}`, nil))
+	if msgs := (Format{}).Compatible(v2d, v1); msgs != nil {
+		t.Fatalf("adding a field with a default: %v", msgs)
+	}
+	msgs := Format{}.Compatible(v2, v1)
+	if want := []string{"{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'reader field b is missing in writer schema and has no default', additionalInfo:'reader field b is missing in writer schema and has no default'}"}; len(msgs) != 1 || msgs[0] != want[0] {
+		t.Fatalf("adding a field without a default: %q", msgs)
+	}
+	if msgs := (Format{}).Compatible(v1, v2); msgs != nil {
+		t.Fatalf("reading v2 with v1: %v", msgs)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	s := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}`, nil))
+	good, err := havro.Marshal(s.(*Schema).Avro(), map[string]any{"a": 5, "b": "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(nil, good); err != nil {
+		t.Fatalf("Validate(good): %v", err)
+	}
+	for name, bad := range map[string][]byte{
+		"truncated": good[:len(good)-1],
+		"trailing":  append(append([]byte{}, good...), 0),
+		"empty":     nil,
+		"huge len":  {0x0a, 0xfe, 0xff, 0xff, 0xff, 0x0f},
+	} {
+		if err := s.Validate(nil, bad); err == nil {
+			t.Errorf("Validate(%s) passed", name)
+		}
+	}
+}

@@ -377,6 +377,14 @@ func (a *analysis) cycles(stats *Stats) {
 			if steps == nil {
 				continue
 			}
+			// Start the cycle at its smallest op, so that reports are stable.
+			low := 0
+			for j, st := range steps {
+				if st.From < steps[low].From {
+					low = j
+				}
+			}
+			steps = append(steps[low:], steps[:low]...)
 			ops := make([]int, len(steps))
 			for j, st := range steps {
 				ops[j] = st.From

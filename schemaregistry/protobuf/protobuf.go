@@ -103,16 +103,24 @@ func parse(schema string, refs []format.Reference) (*Schema, error) {
 		root = fmt.Sprintf("schema%d.proto", i)
 	}
 
-	rootRes, err := parseRoot(root, schema)
+	rootRes, rootProto, err := parseRoot(root, schema)
 	if err != nil {
 		return nil, err
 	}
 	// The linker interprets options and resolves names in place; keep the
 	// file as written for printing.
-	src := proto.Clone(rootRes.FileDescriptorProto()).(*descriptorpb.FileDescriptorProto)
+	var src *descriptorpb.FileDescriptorProto
+	if rootRes != nil {
+		src = proto.Clone(rootRes.FileDescriptorProto()).(*descriptorpb.FileDescriptorProto)
+	} else {
+		src = proto.Clone(rootProto).(*descriptorpb.FileDescriptorProto)
+	}
 
 	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
 		if path == root {
+			if rootRes == nil {
+				return protocompile.SearchResult{Proto: rootProto}, nil
+			}
 			return protocompile.SearchResult{ParseResult: rootRes}, nil
 		}
 		if text, ok := sources[path]; ok {
@@ -133,7 +141,8 @@ func parse(schema string, refs []format.Reference) (*Schema, error) {
 		return nil, err
 	}
 	s := &Schema{file: files[0], src: src, origins: origins}
-	if ast := rootRes.AST(); ast != nil {
+	if rootRes != nil {
+		ast := rootRes.AST()
 		s.declaredProto2 = ast.Syntax != nil && ast.Syntax.Syntax.AsString() == "proto2"
 	} else {
 		s.declaredProto2 = src.GetSyntax() == "proto2"
@@ -158,22 +167,23 @@ func compile(c *protocompile.Compiler, root string) (files linker.Files, err err
 }
 
 // parseRoot parses the schema's own text, or failing that decodes it as a
-// base64 FileDescriptorProto (format=serialized).
-func parseRoot(name, schema string) (parser.Result, error) {
+// base64 FileDescriptorProto (format=serialized): one of the two results
+// is set.
+func parseRoot(name, schema string) (parser.Result, *descriptorpb.FileDescriptorProto, error) {
 	h := reporter.NewHandler(nil)
 	ast, perr := parser.Parse(name, strings.NewReader(schema), h)
 	if perr == nil {
 		res, err := parser.ResultFromAST(ast, true, h)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return res, nil
+		return res, nil, nil
 	}
 	if fd, ok := decodeSerialized(schema); ok {
 		fd.Name = proto.String(name)
-		return parser.ResultWithoutAST(fd), nil
+		return nil, fd, nil
 	}
-	return nil, perr
+	return nil, nil, perr
 }
 
 func decodeSerialized(schema string) (*descriptorpb.FileDescriptorProto, bool) {

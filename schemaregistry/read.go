@@ -1,0 +1,376 @@
+package schemaregistry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"floe/metadata"
+)
+
+// The reads: GET /schemas…, GET /subjects….
+
+// Confluent's schema.search.default.limit and schema.search.max.limit: a
+// limit above the maximum, or none, is the default.
+const (
+	defaultLimit = 1000
+	maxLimit     = 1000
+)
+
+func normalizeLimit(limit int) int {
+	if limit > 0 && limit <= maxLimit {
+		return limit
+	}
+	return defaultLimit
+}
+
+// page cuts items to offset and limit as Confluent does.
+func page[T any](items []T, offset, limit int) []T {
+	if offset < 0 {
+		offset = 0
+	}
+	if offset >= len(items) {
+		return []T{}
+	}
+	items = items[offset:]
+	if limit = normalizeLimit(limit); len(items) > limit {
+		items = items[:limit]
+	}
+	return items
+}
+
+// idParam reads the path's schema id; one that is no int is Jersey's 404.
+func idParam(r *http.Request) (int, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil {
+		return 0, errHTTP(http.StatusNotFound)
+	}
+	return int(id), nil
+}
+
+// schemaStringJSON is Confluent's SchemaString: a schema by id.
+type schemaStringJSON struct {
+	SchemaType string          `json:"schemaType,omitempty"`
+	Schema     string          `json:"schema"`
+	References []reference     `json:"references,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
+	MaxID      int             `json:"maxId,omitempty"`
+}
+
+// schemaOrNotFound reads schema id for an answer: 40403 when there is
+// none.
+func (s *Server) schemaOrNotFound(ctx context.Context, id int) (*parsedSchema, error) {
+	p, err := s.parsed(ctx, s.store.Schemas(), id)
+	if errors.Is(err, metadata.ErrNotFound) {
+		return nil, errSchemaIDNotFound(id)
+	}
+	return p, err
+}
+
+func (s *Server) getSchemaByID(ctx context.Context, r *http.Request) (any, error) {
+	id, err := idParam(r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.schemaOrNotFound(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := schemaStringJSON{SchemaType: p.rec.Type, Schema: p.rec.Schema, References: toRefs(p.rec.References),
+		Metadata: rawOrNil(p.rec.Metadata), RuleSet: rawOrNil(p.rec.RuleSet)}
+	if queryBool(r, "fetchMaxId") {
+		if out.MaxID, err = s.store.Schemas().MaxSchemaID(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) getRawSchemaByID(ctx context.Context, r *http.Request) (any, error) {
+	id, err := idParam(r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.schemaOrNotFound(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return rawSchema(p), nil
+}
+
+// rawSchema is a schema's text as the answer's body, as Confluent's
+// …/schema endpoints give it: the JSON of an Avro or JSON schema as it
+// is, a Protobuf schema's text as a JSON string.
+func rawSchema(p *parsedSchema) any {
+	if json.Valid([]byte(p.rec.Schema)) {
+		return rawJSON(p.rec.Schema)
+	}
+	return p.rec.Schema
+}
+
+func (s *Server) versionsByID(ctx context.Context, r *http.Request) ([]metadata.SubjectVersion, error) {
+	id, err := idParam(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.schemaOrNotFound(ctx, id); err != nil {
+		return nil, err
+	}
+	vs, err := s.store.Schemas().VersionsOfSchema(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	vs = live(vs, queryBool(r, "deleted"))
+	if subject := r.URL.Query().Get("subject"); subject != "" {
+		vs = slices.DeleteFunc(vs, func(v metadata.SubjectVersion) bool { return v.Subject != subject })
+	}
+	return vs, nil
+}
+
+func (s *Server) getSubjectsByID(ctx context.Context, r *http.Request) (any, error) {
+	vs, err := s.versionsByID(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	subjects := []string{}
+	for _, v := range vs {
+		if !slices.Contains(subjects, v.Subject) {
+			subjects = append(subjects, v.Subject)
+		}
+	}
+	return subjects, nil
+}
+
+type subjectVersionJSON struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+func (s *Server) getVersionsByID(ctx context.Context, r *http.Request) (any, error) {
+	vs, err := s.versionsByID(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	out := []subjectVersionJSON{}
+	for _, v := range vs {
+		out = append(out, subjectVersionJSON{v.Subject, v.Version})
+	}
+	return out, nil
+}
+
+// getSchemas is GET /schemas: subject versions with their schemas.
+func (s *Server) getSchemas(ctx context.Context, r *http.Request) (any, error) {
+	offset, err := queryInt(r, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(r, "limit", -1)
+	if err != nil {
+		return nil, err
+	}
+	rd := s.store.Schemas()
+	vs, err := rd.AllSubjectVersions(ctx, r.URL.Query().Get("subjectPrefix"))
+	if err != nil {
+		return nil, err
+	}
+	vs = live(vs, queryBool(r, "deleted"))
+	if queryBool(r, "latestOnly") {
+		var last []metadata.SubjectVersion
+		for i, v := range vs {
+			if i+1 == len(vs) || vs[i+1].Subject != v.Subject {
+				last = append(last, v)
+			}
+		}
+		vs = last
+	}
+	vs = page(vs, offset, limit)
+	out := make([]schemaJSON, 0, len(vs))
+	for _, v := range vs {
+		p, err := s.parsed(ctx, rd, v.SchemaID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, subjectSchema(v, p.rec))
+	}
+	return out, nil
+}
+
+// getSubjects is GET /subjects.
+func (s *Server) getSubjects(ctx context.Context, r *http.Request) (any, error) {
+	prefix := r.URL.Query().Get("subjectPrefix")
+	if prefix == ":*:" {
+		prefix = "" // Confluent's "every context"
+	}
+	vs, err := s.store.Schemas().AllSubjectVersions(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	deleted, deletedOnly := queryBool(r, "deleted"), queryBool(r, "deletedOnly")
+	subjects := []string{}
+	for i := 0; i < len(vs); {
+		j := i
+		anyLive := false
+		for ; j < len(vs) && vs[j].Subject == vs[i].Subject; j++ {
+			anyLive = anyLive || !vs[j].Deleted
+		}
+		switch {
+		case deletedOnly:
+			if !anyLive {
+				subjects = append(subjects, vs[i].Subject)
+			}
+		case deleted || anyLive:
+			subjects = append(subjects, vs[i].Subject)
+		}
+		i = j
+	}
+	offset, err := queryInt(r, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(r, "limit", -1)
+	if err != nil {
+		return nil, err
+	}
+	if offset == 0 && limit < 0 {
+		return subjects, nil
+	}
+	return page(subjects, offset, limit), nil
+}
+
+// getVersions is GET /subjects/{subject}/versions.
+func (s *Server) getVersions(ctx context.Context, r *http.Request) (any, error) {
+	subject, err := subjectParam(r)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.store.Schemas().SubjectVersions(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	deletedOnly := queryBool(r, "deletedOnly")
+	if len(live(all, queryBool(r, "deleted") || deletedOnly)) == 0 {
+		return nil, errSubjectNotFound(subject)
+	}
+	out := []int{}
+	for _, v := range all {
+		switch {
+		case deletedOnly:
+			if v.Deleted {
+				out = append(out, v.Version)
+			}
+		case !v.Deleted:
+			out = append(out, v.Version)
+		case queryBool(r, "deletedAsNegative"):
+			out = append(out, -v.Version)
+		case queryBool(r, "deleted"):
+			out = append(out, v.Version)
+		}
+	}
+	return out, nil
+}
+
+// subjectVersion resolves the path's subject and version: 40401 when the
+// subject has no version, 40402 when it lacks this one.
+func (s *Server) subjectVersion(ctx context.Context, r *http.Request, deleted bool) (metadata.SubjectVersion, error) {
+	subject, err := subjectParam(r)
+	if err != nil {
+		return metadata.SubjectVersion{}, err
+	}
+	version, err := parseVersion(r.PathValue("version"))
+	if err != nil {
+		return metadata.SubjectVersion{}, err
+	}
+	rd := s.store.Schemas()
+	all, err := rd.SubjectVersions(ctx, subject)
+	if err != nil {
+		return metadata.SubjectVersion{}, err
+	}
+	// "latest" is the latest live version, whatever deleted says.
+	v, err := findVersion(ctx, rd, subject, version, deleted && version != latest)
+	if err != nil {
+		return metadata.SubjectVersion{}, err
+	}
+	if v == nil {
+		if len(live(all, deleted)) == 0 {
+			return metadata.SubjectVersion{}, errSubjectNotFound(subject)
+		}
+		return metadata.SubjectVersion{}, errVersionNotFound(version)
+	}
+	return *v, nil
+}
+
+func (s *Server) getVersion(ctx context.Context, r *http.Request) (any, error) {
+	v, err := s.subjectVersion(ctx, r, queryBool(r, "deleted"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.parsed(ctx, s.store.Schemas(), v.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	return subjectSchema(v, p.rec), nil
+}
+
+func (s *Server) getRawVersion(ctx context.Context, r *http.Request) (any, error) {
+	v, err := s.subjectVersion(ctx, r, queryBool(r, "deleted"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.parsed(ctx, s.store.Schemas(), v.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	return rawSchema(p), nil
+}
+
+// getReferencedBy is …/versions/{version}/referencedby: the ids of the
+// schemas that reference the version.
+func (s *Server) getReferencedBy(ctx context.Context, r *http.Request) (any, error) {
+	v, err := s.subjectVersion(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := s.referrers(ctx, s.store.Schemas(), v.Subject, v.Version, queryBool(r, "deleted"), "")
+	if err != nil {
+		return nil, err
+	}
+	offset, err := queryInt(r, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(r, "limit", -1)
+	if err != nil {
+		return nil, err
+	}
+	if offset == 0 && limit < 0 {
+		return ids, nil
+	}
+	return page(ids, offset, limit), nil
+}
+
+// referrers returns the ids of schemas that reference a subject version
+// and are used by a version (a soft-deleted one counts when deleted) of a
+// subject other than except.
+func (s *Server) referrers(ctx context.Context, rd metadata.SchemaReader, subject string, version int, deleted bool, except string) ([]int, error) {
+	ids, err := rd.ReferencedBy(ctx, subject, version)
+	if err != nil {
+		return nil, err
+	}
+	out := []int{}
+	for _, id := range ids {
+		vs, err := rd.VersionsOfSchema(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(live(vs, deleted), func(v metadata.SubjectVersion) bool {
+			return v.Subject != except
+		}) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

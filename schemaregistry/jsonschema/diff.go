@@ -24,6 +24,10 @@ import (
 // maxSteps bounds how many node pairs one check compares.
 const maxSteps = 1000000
 
+// maxDiffDepth bounds how many pairs may be being compared at once (the
+// walk's recursion).
+const maxDiffDepth = 2000
+
 // maxPasses bounds the fixpoint's passes.
 const maxPasses = 64
 
@@ -68,7 +72,8 @@ type differ struct {
 	inProgress map[pair]bool
 	seed       map[pair][]difference
 	optimistic bool
-	steps      int
+	steps      int // pairs compared, over every pass
+	depth      int // pairs being compared
 }
 
 type context struct {
@@ -81,13 +86,15 @@ type context struct {
 // false when the check ran past its bounds.
 func compareSchemas(original, update *node) (diffs []difference, ok bool) {
 	seed := map[pair][]difference{}
+	steps := 0
 	for pass := 0; pass < maxPasses; pass++ {
-		d := &differ{memo: map[pair][]difference{}, inProgress: map[pair]bool{}, seed: seed}
+		d := &differ{memo: map[pair][]difference{}, inProgress: map[pair]bool{}, seed: seed, steps: steps}
 		c := &context{d: d}
 		c.compare(original, update)
 		if d.steps > maxSteps {
 			return nil, false
 		}
+		steps = d.steps
 		next := map[pair][]difference{}
 		for p, ds := range d.memo {
 			if !allCompatible(ds) {
@@ -204,12 +211,15 @@ func (c *context) memoized(o, u *node) []difference {
 		return nil
 	}
 	d.steps++
-	if d.steps > maxSteps {
+	if d.steps > maxSteps || d.depth > maxDiffDepth {
+		d.steps = maxSteps + 1 // the answer is "too complex"
 		return nil
 	}
 	d.inProgress[key] = true
+	d.depth++
 	sc := &context{d: d}
 	sc.compareTypes(o, u)
+	d.depth--
 	delete(d.inProgress, key)
 	d.memo[key] = sc.diffs
 	return sc.diffs

@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
@@ -101,7 +103,7 @@ func (*Format) Parse(text string, refs []format.Reference) (format.Schema, error
 
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft7)
-	c.AssertFormat()
+	c.UseRegexpEngine(lenientRegexp)
 	ld := &loader{resources: resources, docs: s.docs}
 	c.UseLoader(ld)
 	rootURL := baseURI
@@ -114,7 +116,15 @@ func (*Format) Parse(text string, refs []format.Reference) (format.Schema, error
 	if rootURL != baseURI {
 		s.docs[baseURI] = root
 	}
-	if err := c.AddResource(rootURL, root.toAny()); err != nil {
+	doc := root.toAny()
+	if m, ok := doc.(map[string]any); ok && s.draft == 7 {
+		// A $schema naming no draft we know is read as draft-07, as
+		// Confluent reads it, rather than fetched as a meta-schema.
+		if v, ok := m["$schema"].(string); ok && !knownDraft(v) {
+			delete(m, "$schema")
+		}
+	}
+	if err := c.AddResource(rootURL, doc); err != nil {
 		return nil, invalid("%v", err)
 	}
 	compiled, err := compile(c, rootURL)
@@ -225,6 +235,48 @@ func (l *loader) lookup(u string) *value {
 	}
 	return nil
 }
+
+// knownDraft reports whether u names one of the drafts' meta-schemas.
+func knownDraft(u string) bool {
+	u = strings.TrimSuffix(u, "#")
+	u = strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")
+	switch u {
+	case "json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
+		"json-schema.org/draft-07/schema", "json-schema.org/draft-06/schema",
+		"json-schema.org/draft-04/schema":
+		return true
+	}
+	return false
+}
+
+// lenientRegexp compiles pattern and patternProperties with Go's regexp.
+// A pattern using what Go's RE2 syntax lacks (lookarounds, backreferences,
+// possessive quantifiers), which Confluent's Java regexps accept, is
+// accepted too, and matches every string: a schema Confluent registers must
+// register here, at the price of that one pattern going unchecked when
+// payloads are validated. A pattern that is malformed in any syntax
+// (an unclosed group) is still refused.
+func lenientRegexp(s string) (sjs.Regexp, error) {
+	re, err := regexp.Compile(s)
+	if err == nil {
+		return re, nil
+	}
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case syntax.ErrInvalidPerlOp, syntax.ErrInvalidEscape, syntax.ErrInvalidRepeatOp,
+			syntax.ErrInvalidNamedCapture, syntax.ErrInvalidCharClass:
+			return anyString(s), nil
+		}
+	}
+	return nil, err
+}
+
+// anyString is a pattern that matches every string.
+type anyString string
+
+func (a anyString) String() string        { return string(a) }
+func (anyString) MatchString(string) bool { return true }
 
 // draftOf is the draft a document's $schema names: 2020, 2019, 6 or 4, and
 // 7 otherwise (Confluent's default).

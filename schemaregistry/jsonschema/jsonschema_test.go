@@ -29,8 +29,14 @@ func TestParseDrafts(t *testing.T) {
 		{"draft-07", `{"$schema":"http://json-schema.org/draft-07/schema#","if":{"type":"string"},"then":{"minLength":2}}`, `"ab"`, `"a"`},
 		{"draft 2019-09", `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"a":{}},"unevaluatedProperties":false}`, `{"a":1}`, `{"b":1}`},
 		{"draft 2020-12", `{"$schema":"https://json-schema.org/draft/2020-12/schema","prefixItems":[{"type":"string"}],"items":false}`, `["a"]`, `["a",1]`},
+		// Draft-07 asserts formats, as everit does.
+		{"draft-07 format", `{"type":"string","format":"date-time"}`, `"2026-12-06T05:00:00Z"`, `"yesterday"`},
 		{"boolean true", `true`, `{"anything":1}`, ``},
 		{"boolean false", `false`, ``, `1`},
+		// Go's regexps have no lookahead; the schema still registers, and
+		// the pattern goes unchecked.
+		{"a lookahead pattern", `{"type":"string","pattern":"^(?=.*[0-9]).+$","maxLength":3}`, `"abc"`, `"abcd"`},
+		{"an unknown $schema reads as draft-07", `{"$schema":"https://example.com/my-meta","type":"number","exclusiveMaximum":10}`, `9`, `10`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := New().Parse(tc.schema, nil)
@@ -119,7 +125,7 @@ func TestParseInvalid(t *testing.T) {
 		{"an array at the root", `[]`, nil, "expected an object or boolean at the root"},
 		{"unknown type", `{"type":"strin"}`, nil, "/type"},
 		{"minLength not a number", `{"type":"string","minLength":"3"}`, nil, "/minLength"},
-		{"bad pattern", `{"type":"string","pattern":"("}`, nil, "pattern"},
+		{"bad pattern", `{"type":"string","pattern":"("}`, nil, "missing closing )"},
 		{"unknown reference", `{"$ref":"missing.json"}`, nil, "not among the schema's references"},
 		{"network reference", `{"$ref":"https://example.com/x.json"}`, nil, "never fetches"},
 		{"file reference", `{"$ref":"file:///etc/passwd"}`, nil, "never fetches"},

@@ -49,13 +49,18 @@ const (
 // is compared as if its remaining subschemas were empty.
 const maxNodes = 100000
 
+// maxBuildDepth bounds how deeply building recurses (through chains of
+// $refs a tree may be deeper than its text); deeper subschemas read as {}.
+const maxBuildDepth = 2000
+
 type node struct {
 	kind kind
 	src  *value
 	// part tells the schemas one JSON object gives apart (the string and the
 	// enum of {"type":"string","enum":[…]}): an allOf's duplicate members
 	// collapse by src and part.
-	part string
+	part     string
+	keyCache string
 
 	id, title, description, def *string
 	connectType                 string
@@ -112,10 +117,13 @@ func (n *node) isEmpty() bool { return n.kind == kEmpty || n.kind == kTrue }
 
 // key identifies n's JSON for collapsing duplicates.
 func (n *node) key() string {
-	if n.src == nil {
-		return n.part
+	if n.keyCache == "" {
+		n.keyCache = n.part + "|"
+		if n.src != nil {
+			n.keyCache += n.src.compact(true)
+		}
 	}
-	return n.part + "|" + n.src.compact(true)
+	return n.keyCache
 }
 
 // docContext is where a value sits: its document's draft and the base URI
@@ -132,6 +140,7 @@ type builder struct {
 	anchs map[string]*value     // absolute URL#anchor -> schema
 	ctxOf map[*value]docContext // the context each indexed value is in
 	count int
+	depth int
 }
 
 // tree builds the differ's tree of s.
@@ -300,9 +309,11 @@ func (b *builder) build(v *value, c docContext) *node {
 	n := &node{src: v}
 	b.memo[v] = n
 	b.count++
-	if b.count > maxNodes {
+	if b.count > maxNodes || b.depth > maxBuildDepth {
 		return n
 	}
+	b.depth++
+	defer func() { b.depth-- }()
 	switch v.kind {
 	case 'b':
 		n.kind = kFalse

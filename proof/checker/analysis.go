@@ -1,7 +1,8 @@
 package checker
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"floe/proof/history"
 )
@@ -164,11 +165,11 @@ func (a *analysis) buildOrders() {
 	a.keys = history.SortedKeys(obs)
 	for _, k := range a.keys {
 		ps := obs[k]
-		sort.Slice(ps, func(i, j int) bool {
-			if ps[i].Offset != ps[j].Offset {
-				return ps[i].Offset < ps[j].Offset
+		slices.SortFunc(ps, func(p, q history.Pair) int {
+			if c := cmp.Compare(p.Offset, q.Offset); c != 0 {
+				return c
 			}
-			return ps[i].Value < ps[j].Value
+			return cmp.Compare(p.Value, q.Value)
 		})
 		ord := &order{byValue: map[int64]int{}, firstIndex: map[int64]int{}, lastIndex: map[int64]int{}}
 		for j, p := range ps {

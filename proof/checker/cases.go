@@ -1,7 +1,7 @@
 package checker
 
 import (
-	"sort"
+	"slices"
 
 	"floe/proof/history"
 )
@@ -168,7 +168,7 @@ func (a *analysis) byProcess() [][]int {
 	for p := range m {
 		ps = append(ps, p)
 	}
-	sort.Ints(ps)
+	slices.Sort(ps)
 	out := make([][]int, len(ps))
 	for j, p := range ps {
 		out[j] = m[p]
@@ -259,7 +259,7 @@ func (a *analysis) unseen(stats *Stats) {
 	}
 	for _, k := range history.SortedKeys(sent) {
 		vs := sent[k]
-		sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+		slices.Sort(vs)
 		if stats.Unseen == nil {
 			stats.Unseen = map[history.Key]int{}
 		}

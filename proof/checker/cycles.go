@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"time"
 
@@ -65,7 +67,7 @@ func (a *analysis) buildGraph() *graph {
 		for v := range writers {
 			vs = append(vs, v)
 		}
-		sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+		slices.Sort(vs)
 		for _, v2 := range vs {
 			idx, ok := ord.byValue[v2]
 			if !ok || idx == 0 {
@@ -82,7 +84,7 @@ func (a *analysis) buildGraph() *graph {
 		for v := range readers {
 			rvs = append(rvs, v)
 		}
-		sort.Slice(rvs, func(i, j int) bool { return rvs[i] < rvs[j] })
+		slices.Sort(rvs)
 		for _, v := range rvs {
 			w, ok := writers[v]
 			if !ok {
@@ -109,21 +111,13 @@ func (a *analysis) buildGraph() *graph {
 	}
 	es = a.realtimeEdges(es)
 
-	sort.Slice(es, func(i, j int) bool {
-		x, y := &es[i], &es[j]
-		if x.from != y.from {
-			return x.from < y.from
-		}
-		if x.to != y.to {
-			return x.to < y.to
-		}
-		return x.rel < y.rel
-	})
+	es = sortEdges(es, len(a.h))
 	g := &graph{n: len(a.h), start: make([]int32, len(a.h)+1)}
+	g.edges = make([]edge, 0, len(es))
 	for j := range es {
 		e := es[j]
 		if n := len(g.edges); n > 0 && g.edges[n-1].from == e.from && g.edges[n-1].to == e.to && g.edges[n-1].rel == e.rel {
-			continue // keep the first explanation
+			continue // keep the explanation with the smallest key and value
 		}
 		g.edges = append(g.edges, e)
 		if m := len(g.succ); m > 0 && g.edges[len(g.edges)-2].from == e.from && g.succ[m-1] == e.to {
@@ -138,6 +132,40 @@ func (a *analysis) buildGraph() *graph {
 		g.start[u+1] += g.start[u]
 	}
 	return g
+}
+
+// sortEdges orders edges by (from, to, rel, key, value): a counting sort on
+// from, then a small sort of each node's edges, since a global sort of a
+// large history's million edges dominated the check.
+func sortEdges(es []edge, n int) []edge {
+	start := make([]int32, n+1)
+	for _, e := range es {
+		start[e.from+1]++
+	}
+	for u := 0; u < n; u++ {
+		start[u+1] += start[u]
+	}
+	out := make([]edge, len(es))
+	fill := append([]int32(nil), start[:n]...)
+	for _, e := range es {
+		out[fill[e.from]] = e
+		fill[e.from]++
+	}
+	for u := 0; u < n; u++ {
+		slices.SortFunc(out[start[u]:start[u+1]], func(x, y edge) int {
+			if c := cmp.Compare(x.to, y.to); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(x.rel, y.rel); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(x.key, y.key); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.v1, y.v1)
+		})
+	}
+	return out
 }
 
 // realtimeEdges links every ok op to the ops invoked after it completed,
@@ -177,7 +205,7 @@ func (a *analysis) realtimeEdges(es []edge) []edge {
 			for p := range frontier {
 				ps = append(ps, p)
 			}
-			sort.Ints(ps)
+			slices.Sort(ps)
 			for _, p := range ps {
 				es = append(es, edge{from: int32(p), to: int32(ev.op), rel: relRealtime})
 			}
@@ -290,7 +318,7 @@ func (g *graph) sccs(roots []int32, keep []bool, allowed uint8) [][]int32 {
 					}
 				}
 				if len(comp) > 1 {
-					sort.Slice(comp, func(i, j int) bool { return comp[i] < comp[j] })
+					slices.Sort(comp)
 					out = append(out, comp)
 				}
 			}

@@ -3,7 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // Type is an operation's outcome.
@@ -205,6 +205,6 @@ func SortedKeys[V any](m map[Key]V) []Key {
 	for k := range m {
 		ks = append(ks, k)
 	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	slices.Sort(ks)
 	return ks
 }

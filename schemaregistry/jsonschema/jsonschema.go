@@ -13,9 +13,10 @@
 //
 // Files: jsonschema.go (the format.Format, parsing, validation),
 // value.go (the JSON tree that keeps key order, and Jackson-like writing),
-// model.go (schemas as Confluent's differ sees them), diff.go (the
-// compatibility rules) and difference.go (the difference types and their
-// messages).
+// model.go (schemas as Confluent's differ sees them), diff.go (the walk and
+// the rules for types, bounds, enums and combined schemas), diff_content.go
+// (the rules for objects and arrays) and difference.go (Confluent's
+// difference types, its compatible set and its messages).
 package jsonschema
 
 import (
@@ -53,7 +54,9 @@ func New() format.Format { return &Format{} }
 // Type is "JSON".
 func (*Format) Type() string { return format.JSON }
 
-// Schema is a parsed JSON Schema.
+// Schema is a parsed JSON Schema. It is immutable once parsed and safe for
+// concurrent use: the registry may cache one per id and validate many
+// produces with it at once.
 type Schema struct {
 	root     *value
 	compiled *sjs.Schema
@@ -320,11 +323,18 @@ func (s *Schema) Normalized() string { return s.normalized }
 // Validate reports whether payload is a JSON document valid against the
 // schema; index is ignored. The error names the first failing location and
 // why.
-func (s *Schema) Validate(_ []int, payload []byte) error {
+func (s *Schema) Validate(_ []int, payload []byte) (err error) {
 	doc, err := sjs.UnmarshalJSON(bytes.NewReader(payload))
 	if err != nil {
 		return fmt.Errorf("payload is not JSON: %w", err)
 	}
+	// A produce must never bring the broker down: a panic in the library
+	// (it has panicked compiling multipleOf 1e9999999) refuses the record.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("payload could not be validated: %v", r)
+		}
+	}()
 	err = s.compiled.Validate(doc)
 	if err == nil {
 		return nil

@@ -332,3 +332,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestHugeNumbers: numbers beyond float64 or with huge exponents neither
+// panic nor stall, and an out-of-range bound still counts as a bound.
+func TestHugeNumbers(t *testing.T) {
+	if _, err := New().Parse(`{"multipleOf":1e9999999}`, nil); err == nil || !errors.Is(err, ErrInvalid) {
+		t.Errorf("multipleOf 1e9999999: %v, want ErrInvalid", err)
+	}
+	s := mustParse(t, `{"type":"number","maximum":1e400}`)
+	if err := s.Validate(nil, []byte(`1e300`)); err != nil {
+		t.Errorf("1e300 under 1e400: %v", err)
+	}
+	got := changesOf(mustParse(t, `{"type":"number"}`), s)
+	if fmt.Sprint(got) != "[MAXIMUM_ADDED #/maximum]" {
+		t.Errorf("changes %q, want MAXIMUM_ADDED", got)
+	}
+}

@@ -1,6 +1,7 @@
 package jsonschema
 
 import (
+	"errors"
 	"math/big"
 	"net/url"
 	"regexp"
@@ -444,9 +445,7 @@ func (b *builder) ofType(v *value, c docContext, typ string) *node {
 			n.exclusiveMinimum = number(v.get("exclusiveMinimum"))
 		}
 		if m := v.get("multipleOf"); m != nil && m.kind == 'n' {
-			if r, ok := new(big.Rat).SetString(m.str); ok {
-				n.multipleOf = r
-			}
+			n.multipleOf = rational(m.str)
 		}
 	case "object":
 		b.object(n, v, c)
@@ -620,10 +619,28 @@ func number(v *value) *float64 {
 		return nil
 	}
 	f, err := strconv.ParseFloat(v.str, 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return nil
 	}
+	// Out of range reads as ±Inf or 0, on the right side of every bound.
 	return &f
+}
+
+// rational is a number literal exactly, unless its exponent is so large
+// that the exact value would cost real memory and time (1e9999999): then
+// nil, as if absent.
+func rational(lit string) *big.Rat {
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+"))
+		if err != nil || e > 1000 || e < -1000 {
+			return nil
+		}
+	}
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return nil
+	}
+	return r
 }
 
 // valueSet is the distinct normalized texts of vals, sorted.

@@ -207,3 +207,26 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// A ring of 2000 transactions, each sending before the next on one key and
+// after it on another, is one large G0 cycle; with no time to search, the
+// check says so instead of reporting nothing.
+func TestCycleSearchTimeout(t *testing.T) {
+	const n = 2000
+	var h history.History
+	for i := range n {
+		h = append(h, ok(i, 0, 1, send(history.Key(i), 1, int64(2*i)), send(history.Key((i+1)%n), 0, int64(2*i+1))))
+	}
+	h.Reindex()
+	res := mustCheck(t, h, Options{CycleSearchTimeout: time.Nanosecond})
+	if res.Counts[CycleSearchTimeout] != 1 || res.Counts[G0] != 0 || res.Valid {
+		t.Fatalf("counts %v valid %v", res.Counts, res.Valid)
+	}
+	if a := res.Anomalies[CycleSearchTimeout][0]; a.Count != n || len(a.Ops) != 10 {
+		t.Fatalf("timeout %+v", a)
+	}
+	res = mustCheck(t, h, Options{})
+	if res.Counts[G0] != 1 || len(res.Anomalies[G0][0].Ops) != n || res.Counts[CycleSearchTimeout] != 0 {
+		t.Fatalf("counts %v", res.Counts)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bufbuild/protocompile/ast"
+	"github.com/bufbuild/protocompile/parser"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
@@ -32,13 +34,23 @@ type printer struct {
 	normalize bool
 	syntax    string
 	linked    protoreflect.FileDescriptor
+	// res is the parse the file came from, nil for a serialized schema: it
+	// holds the option values as written.
+	res parser.Result
 }
 
-func printFile(s *Schema, normalize bool) string {
-	p := printer{normalize: normalize, syntax: s.src.GetSyntax(), linked: s.file}
-	f := s.src
+// source is a file as written: its descriptor before linking and, when it
+// was parsed from text, the parse.
+type source struct {
+	proto *descriptorpb.FileDescriptorProto
+	res   parser.Result
+}
+
+func printFile(s *Schema, src source, normalize bool) string {
+	f := src.proto
+	p := printer{normalize: normalize, syntax: f.GetSyntax(), linked: s.file, res: src.res}
 	var b strings.Builder
-	switch syn := s.src.GetSyntax(); {
+	switch syn := f.GetSyntax(); {
 	case syn == "editions":
 		b.WriteString("edition = \"" + strings.TrimPrefix(f.GetEdition().String(), "EDITION_") + "\";\n")
 	case syn == "proto3":
@@ -139,7 +151,8 @@ func lastName(typeName string) string {
 func (p *printer) message(m *descriptorpb.DescriptorProto, lm protoreflect.MessageDescriptor) string {
 	var b strings.Builder
 	b.WriteString("message " + m.GetName() + " {")
-	if r := p.reserved(m.ReservedRange, m.ReservedName); len(r) > 0 {
+	reserved, extensions := p.messageRanges(m)
+	if r := p.rangeLines("reserved", reserved); len(r) > 0 {
 		b.WriteString("\n")
 		for _, line := range r {
 			indent(&b, line)
@@ -220,19 +233,7 @@ func (p *printer) message(m *descriptorpb.DescriptorProto, lm protoreflect.Messa
 			indent(&b, p.group(m, g, lm))
 		}
 	}
-	if len(m.ExtensionRange) > 0 {
-		var lines []string
-		var nums []string
-		for _, r := range m.ExtensionRange {
-			nums = append(nums, p.rangeText(r.GetStart(), r.GetEnd()))
-		}
-		if p.normalize {
-			for _, n := range nums {
-				lines = append(lines, "extensions "+n+";")
-			}
-		} else {
-			lines = append(lines, "extensions "+strings.Join(nums, ", ")+";")
-		}
+	if lines := p.rangeLines("extensions", extensions); len(lines) > 0 {
 		b.WriteString("\n")
 		for _, l := range lines {
 			indent(&b, l)
@@ -275,74 +276,6 @@ func isSyntheticOneof(m *descriptorpb.DescriptorProto, i int32) bool {
 
 // maxTag is the largest field number; a range ending there prints as max.
 const maxTag = 536_870_911
-
-func (p *printer) rangeText(start, end int32) string {
-	last := end - 1
-	if start == last {
-		return strconv.Itoa(int(start))
-	}
-	hi := strconv.Itoa(int(last))
-	if last >= maxTag {
-		hi = "max"
-	}
-	return strconv.Itoa(int(start)) + " to " + hi
-}
-
-// rangeOf is what reserved and extension ranges have in common.
-type rangeOf interface {
-	GetStart() int32
-	GetEnd() int32
-}
-
-func (p *printer) reserved(ranges []*descriptorpb.DescriptorProto_ReservedRange, names []string) []string {
-	rs := make([]rangeOf, len(ranges))
-	for i, r := range ranges {
-		rs[i] = r
-	}
-	return p.reservedLines(rs, names, 0)
-}
-
-// reservedLines prints reserved numbers then names; endAdjust is 1 for enum
-// ranges, whose end is inclusive.
-func (p *printer) reservedLines(ranges []rangeOf, names []string, endAdjust int32) []string {
-	var nums []string
-	type rv struct {
-		start int32
-		text  string
-	}
-	var rvs []rv
-	for _, r := range ranges {
-		rvs = append(rvs, rv{r.GetStart(), p.rangeText(r.GetStart(), r.GetEnd()+endAdjust)})
-	}
-	if p.normalize {
-		slices.SortStableFunc(rvs, func(a, b rv) int { return cmp.Compare(a.start, b.start) })
-		var lines []string
-		for _, r := range rvs {
-			lines = append(lines, "reserved "+r.text+";")
-		}
-		sorted := slices.Clone(names)
-		slices.Sort(sorted)
-		for _, n := range sorted {
-			lines = append(lines, "reserved \""+n+"\";")
-		}
-		return lines
-	}
-	for _, r := range rvs {
-		nums = append(nums, r.text)
-	}
-	var lines []string
-	if len(nums) > 0 {
-		lines = append(lines, "reserved "+strings.Join(nums, ", ")+";")
-	}
-	if len(names) > 0 {
-		quoted := make([]string, len(names))
-		for i, n := range names {
-			quoted[i] = "\"" + n + "\""
-		}
-		lines = append(lines, "reserved "+strings.Join(quoted, ", ")+";")
-	}
-	return lines
-}
 
 // mapEntry returns the map entry message a field's type names, if it is one.
 func mapEntry(m *descriptorpb.DescriptorProto, f *descriptorpb.FieldDescriptorProto) *descriptorpb.DescriptorProto {
@@ -456,23 +389,7 @@ func (p *printer) fieldOptions(uos []*descriptorpb.UninterpretedOption) string {
 	slices.SortStableFunc(special, func(a, b *descriptorpb.UninterpretedOption) int {
 		return strings.Compare(optionName(a), optionName(b))
 	})
-	opts := p.options(append(rest, special...))
-	switch len(opts) {
-	case 0:
-		return ""
-	case 1:
-		return " [" + opts[0] + "]"
-	}
-	var b strings.Builder
-	b.WriteString(" [\n")
-	for i, o := range opts {
-		if i < len(opts)-1 {
-			o += ","
-		}
-		indent(&b, o)
-	}
-	b.WriteString("]")
-	return b.String()
+	return bracketed(p.options(append(rest, special...)))
 }
 
 func optionName(uo *descriptorpb.UninterpretedOption) string {
@@ -500,7 +417,16 @@ func (p *printer) options(uos []*descriptorpb.UninterpretedOption) []string {
 	}
 	out := make([]string, 0, len(uos))
 	for _, uo := range uos {
-		out = append(out, optionName(uo)+" = "+optionValue(uo))
+		value := ""
+		if p.res != nil {
+			if n, ok := p.res.OptionNode(uo).(*ast.OptionNode); ok {
+				value = p.literal(p.res.AST(), n.Val)
+			}
+		}
+		if value == "" {
+			value = optionValue(uo)
+		}
+		out = append(out, optionName(uo)+" = "+value)
 	}
 	return out
 }
@@ -558,11 +484,7 @@ func escape(s string) string {
 func (p *printer) enum(e *descriptorpb.EnumDescriptorProto) string {
 	var b strings.Builder
 	b.WriteString("enum " + e.GetName() + " {")
-	rs := make([]rangeOf, len(e.ReservedRange))
-	for i, r := range e.ReservedRange {
-		rs[i] = r
-	}
-	reserved := p.reservedLines(rs, e.ReservedName, 1)
+	reserved := p.rangeLines("reserved", p.enumReserved(e))
 	if len(reserved) > 0 {
 		b.WriteString("\n")
 		for _, l := range reserved {

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/linker"
@@ -51,9 +50,6 @@ const maxDepth = 64
 type Schema struct {
 	// file is the linked descriptor of the schema's own file.
 	file linker.File
-	// src is the file as parsed, before linking: type names as written,
-	// options uninterpreted. Canonical prints from it.
-	src *descriptorpb.FileDescriptorProto
 	// origins names where each imported file came from, by import path: a
 	// reference's subject and version, or builtin. Compatibility compares
 	// two same-named types from different origins field by field.
@@ -62,10 +58,7 @@ type Schema struct {
 	// cannot tell that from no syntax line).
 	declaredProto2 bool
 	canonical      string
-	// normalized is printed on first use (most schemas are never asked),
-	// once: a cached schema is shared by every produce that validates.
-	normalizeOnce sync.Once
-	normalized    string
+	normalized     string
 }
 
 var _ format.Schema = (*Schema)(nil)
@@ -107,13 +100,17 @@ func parse(schema string, refs []format.Reference) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The linker interprets options and resolves names in place; keep the
-	// file as written for printing.
-	var src *descriptorpb.FileDescriptorProto
-	if rootRes != nil {
-		src = proto.Clone(rootRes.FileDescriptorProto()).(*descriptorpb.FileDescriptorProto)
+	// The linker interprets options and resolves names in place: the
+	// printer reads a second parse, the file as written.
+	var written source
+	if rootRes == nil {
+		written.proto = proto.Clone(rootProto).(*descriptorpb.FileDescriptorProto)
 	} else {
-		src = proto.Clone(rootProto).(*descriptorpb.FileDescriptorProto)
+		res, _, err := parseRoot(root, schema)
+		if err != nil {
+			return nil, err
+		}
+		written = source{proto: res.FileDescriptorProto(), res: res}
 	}
 
 	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
@@ -140,18 +137,21 @@ func parse(schema string, refs []format.Reference) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schema{file: files[0], src: src, origins: origins}
+	s := &Schema{file: files[0], origins: origins}
 	if rootRes != nil {
 		ast := rootRes.AST()
 		s.declaredProto2 = ast.Syntax != nil && ast.Syntax.Syntax.AsString() == "proto2"
 	} else {
-		s.declaredProto2 = src.GetSyntax() == "proto2"
+		s.declaredProto2 = rootProto.GetSyntax() == "proto2"
 	}
 	imports := s.file.Imports()
 	for i := 0; i < imports.Len(); i++ {
 		markBuiltins(imports.Get(i).FileDescriptor, s.origins)
 	}
-	s.canonical = printFile(s, false)
+	// Both forms are printed now, while the parse is at hand, rather than
+	// keeping its syntax tree for a Normalized that may never be asked.
+	s.canonical = printFile(s, written, false)
+	s.normalized = printFile(s, written, true)
 	return s, nil
 }
 
@@ -245,7 +245,6 @@ func (s *Schema) Canonical() string { return s.canonical }
 // Normalized is Confluent's normalize: type names fully qualified, fields,
 // options, imports and enum values sorted.
 func (s *Schema) Normalized() string {
-	s.normalizeOnce.Do(func() { s.normalized = printFile(s, true) })
 	return s.normalized
 }
 

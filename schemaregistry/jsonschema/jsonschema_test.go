@@ -348,3 +348,28 @@ func TestHugeNumbers(t *testing.T) {
 		t.Errorf("changes %q, want MAXIMUM_ADDED", got)
 	}
 }
+
+// FuzzCompatible: comparing any two schemas that parse ends, in either
+// direction, without a panic; a schema is compatible with itself.
+func FuzzCompatible(f *testing.F) {
+	for i, ex := range confluentExamples {
+		if i%3 == 0 {
+			f.Add(ex.original, ex.update)
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		sa, err := New().Parse(a, nil)
+		if err != nil {
+			return
+		}
+		sb, err := New().Parse(b, nil)
+		if err != nil {
+			return
+		}
+		New().Compatible(sa, sb)
+		New().Compatible(sb, sa)
+		if msgs := New().Compatible(sa, sa); len(msgs) != 0 {
+			t.Fatalf("%s is incompatible with itself: %q", a, msgs)
+		}
+	})
+}

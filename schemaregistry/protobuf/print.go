@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bufbuild/protocompile/ast"
+	"github.com/bufbuild/protocompile/linker"
 	"github.com/bufbuild/protocompile/parser"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
@@ -37,6 +38,21 @@ type printer struct {
 	// res is the parse the file came from, nil for a serialized schema: it
 	// holds the option values as written.
 	res parser.Result
+	// scope is the full name options are resolved in, and resolver finds
+	// custom options (extensions) by full name, to normalize their names.
+	scope    string
+	resolver linker.Resolver
+}
+
+// enter makes name the scope until the returned func is called.
+func (p *printer) enter(name string) func() {
+	saved := p.scope
+	if p.scope == "" {
+		p.scope = name
+	} else {
+		p.scope += "." + name
+	}
+	return func() { p.scope = saved }
 }
 
 // source is a file as written: its descriptor before linking and, when it
@@ -48,7 +64,8 @@ type source struct {
 
 func printFile(s *Schema, src source, normalize bool) string {
 	f := src.proto
-	p := printer{normalize: normalize, syntax: f.GetSyntax(), linked: s.file, res: src.res}
+	p := printer{normalize: normalize, syntax: f.GetSyntax(), linked: s.file, res: src.res,
+		scope: f.GetPackage(), resolver: linker.ResolverFromFile(s.file)}
 	var b strings.Builder
 	switch syn := f.GetSyntax(); {
 	case syn == "editions":
@@ -149,6 +166,7 @@ func lastName(typeName string) string {
 }
 
 func (p *printer) message(m *descriptorpb.DescriptorProto, lm protoreflect.MessageDescriptor) string {
+	defer p.enter(m.GetName())()
 	var b strings.Builder
 	b.WriteString("message " + m.GetName() + " {")
 	reserved, extensions := p.messageRanges(m)
@@ -409,6 +427,9 @@ func (p *printer) options(uos []*descriptorpb.UninterpretedOption) []string {
 	if len(uos) == 0 {
 		return nil
 	}
+	if p.normalize && p.res != nil {
+		return p.normalizedOptions(uos)
+	}
 	uos = slices.Clone(uos)
 	if p.normalize {
 		slices.SortStableFunc(uos, func(a, b *descriptorpb.UninterpretedOption) int {
@@ -482,6 +503,7 @@ func escape(s string) string {
 }
 
 func (p *printer) enum(e *descriptorpb.EnumDescriptorProto) string {
+	defer p.enter(e.GetName())()
 	var b strings.Builder
 	b.WriteString("enum " + e.GetName() + " {")
 	reserved := p.rangeLines("reserved", p.enumReserved(e))
@@ -563,6 +585,7 @@ func (p *printer) extends(exts []*descriptorpb.FieldDescriptorProto, linked prot
 }
 
 func (p *printer) service(sv *descriptorpb.ServiceDescriptorProto) string {
+	defer p.enter(sv.GetName())()
 	var b strings.Builder
 	b.WriteString("service " + sv.GetName() + " {")
 	if opts := p.options(sv.GetOptions().GetUninterpretedOption()); len(opts) > 0 {

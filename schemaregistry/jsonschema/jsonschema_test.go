@@ -236,6 +236,14 @@ func TestCompatibleAcrossReferences(t *testing.T) {
 	if len(got) != 1 || !strings.Contains(got[0], `TYPE_CHANGED`) || !strings.Contains(got[0], `#/properties/home/properties/zip`) {
 		t.Errorf("messages %q, want one TYPE_CHANGED at #/properties/home/properties/zip", got)
 	}
+
+	// A pointer into a reference, from a root with an $id.
+	root = `{"$id":"https://example.com/s/person.json","type":"object","properties":{"zip":{"$ref":"defs.json#/definitions/zip"}}}`
+	v1 = mustParse(t, root, format.Reference{Name: "defs.json", Schema: `{"definitions":{"zip":{"type":"string","maxLength":5}}}`})
+	v2 = mustParse(t, root, format.Reference{Name: "defs.json", Schema: `{"definitions":{"zip":{"type":"string","maxLength":4}}}`})
+	if got := changesOf(v1, v2); fmt.Sprint(got) != "[MAX_LENGTH_DECREASED #/properties/zip/maxLength]" {
+		t.Errorf("changes %q, want MAX_LENGTH_DECREASED at #/properties/zip/maxLength", got)
+	}
 }
 
 // circularSchema restates the generator of Confluent's
@@ -294,6 +302,22 @@ func TestCircularReferences(t *testing.T) {
 				t.Errorf("messages %q, want incompatible %v", msgs, tc.wantIncompatible)
 			}
 		})
+	}
+}
+
+// TestLongReferenceChain: a chain of $refs deeper than the walks' bounds
+// still parses and compares.
+func TestLongReferenceChain(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"definitions":{`)
+	const n = 3000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, `"d%d":{"type":"object","properties":{"x":{"$ref":"#/definitions/d%d"}}},`, i, i+1)
+	}
+	fmt.Fprintf(&sb, `"d%d":{"type":"string"}},"$ref":"#/definitions/d0"}`, n)
+	s := mustParse(t, sb.String())
+	if msgs := New().Compatible(s, s); len(msgs) != 0 {
+		t.Errorf("incompatible with itself: %q", msgs)
 	}
 }
 

@@ -170,6 +170,9 @@ func compile(c *protocompile.Compiler, root string) (files linker.Files, err err
 // base64 FileDescriptorProto (format=serialized): one of the two results
 // is set.
 func parseRoot(name, schema string) (parser.Result, *descriptorpb.FileDescriptorProto, error) {
+	if err := checkNesting(name, schema); err != nil {
+		return nil, nil, err
+	}
 	h := reporter.NewHandler(nil)
 	ast, perr := parser.Parse(name, strings.NewReader(schema), h)
 	if perr == nil {
@@ -184,6 +187,46 @@ func parseRoot(name, schema string) (parser.Result, *descriptorpb.FileDescriptor
 		return nil, fd, nil
 	}
 	return nil, nil, perr
+}
+
+// maxNesting bounds how deep braces and brackets nest in a schema's text:
+// the compiler and the printer recurse once a level, and a schema of a
+// million nested messages must cost an error, not the process's stack.
+const maxNesting = 256
+
+// checkNesting refuses text nested deeper than maxNesting, skipping string
+// literals and comments.
+func checkNesting(name, text string) error {
+	depth := 0
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '{', '[', '(', '<':
+			if depth++; depth > maxNesting {
+				return fmt.Errorf("%s: declarations nest deeper than %d levels", name, maxNesting)
+			}
+		case '}', ']', ')', '>':
+			depth--
+		case '"', '\'':
+			for i++; i < len(text) && text[i] != c && text[i] != '\n'; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+		case '/':
+			if strings.HasPrefix(text[i:], "//") {
+				for i < len(text) && text[i] != '\n' {
+					i++
+				}
+			} else if strings.HasPrefix(text[i:], "/*") {
+				end := strings.Index(text[i+2:], "*/")
+				if end < 0 {
+					return nil
+				}
+				i += end + 3
+			}
+		}
+	}
+	return nil
 }
 
 func decodeSerialized(schema string) (*descriptorpb.FileDescriptorProto, bool) {

@@ -375,3 +375,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseDeepNesting: a schema nested a hundred thousand levels deep is
+// refused quickly, before the compiler recurses into it.
+func TestParseDeepNesting(t *testing.T) {
+	for name, text := range map[string]string{
+		"messages":  strings.Repeat("message A {", 100_000) + strings.Repeat("}", 100_000),
+		"aggregate": "option (x) = " + strings.Repeat("{a:", 100_000) + strings.Repeat("}", 100_000) + ";",
+	} {
+		_, err := New().Parse(text, nil)
+		if err == nil || !strings.Contains(err.Error(), "nest deeper") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Braces in strings and comments do not count.
+	braces := strings.Repeat("{", 1000)
+	mustParse(t, `syntax = "proto3"; // `+braces+`
+/* `+braces+` */ option java_package = "`+braces+`"; message M {}`, nil)
+}

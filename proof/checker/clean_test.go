@@ -230,3 +230,53 @@ func TestCycleSearchTimeout(t *testing.T) {
 		t.Fatalf("counts %v", res.Counts)
 	}
 }
+
+// Faults planted in a generated clean history are found: a value no poll
+// returns any more is lost (some later value was read) and unseen, and a
+// send that reports another value's offset makes that offset inconsistent.
+func TestGeneratedMutations(t *testing.T) {
+	h := generate(3000, 4, 6, 3)
+	// The first ok send's first value, and another value of the same key.
+	var sendOp int
+	var victim history.Mop
+	for i := range h {
+		if h[i].Type == history.OK && h[i].F == history.Send {
+			sendOp, victim = i, h[i].Mops[0]
+			break
+		}
+	}
+	lost := append(history.History(nil), h...)
+	for i := range lost {
+		if lost[i].F != history.Poll {
+			continue
+		}
+		m := lost[i].Mops[0].Polls
+		kept := map[history.Key][]history.Pair{}
+		for k, ps := range m {
+			for _, p := range ps {
+				if k != victim.Key || p.Value != victim.Value {
+					kept[k] = append(kept[k], p)
+				}
+			}
+		}
+		lost[i].Mops = []history.Mop{history.PollMop(kept)}
+	}
+	res := mustCheck(t, lost, Options{})
+	for _, c := range []Class{LostWrite, Unseen} {
+		if res.Counts[c] != 1 || res.Anomalies[c][0].Ops[0] != sendOp || res.Anomalies[c][0].Values[0] != victim.Value {
+			t.Errorf("%s: %d %+v", c, res.Counts[c], res.Anomalies[c])
+		}
+	}
+	if res.Valid {
+		t.Error("valid with a lost write")
+	}
+
+	bad := append(history.History(nil), h...)
+	mops := append([]history.Mop(nil), bad[sendOp].Mops...)
+	mops[0].Offset++ // now it claims the next record's offset
+	bad[sendOp].Mops = mops
+	res = mustCheck(t, bad, Options{})
+	if res.Counts[InconsistentOffsets] == 0 || res.Valid {
+		t.Errorf("found %v", res.Found)
+	}
+}

@@ -23,6 +23,24 @@
 // order is what skips, inversions and dependencies are measured in, since
 // transaction markers take offsets no client sees.
 //
+// Where it departs from Jepsen's checker, and why:
+//   - No rw (anti-dependency) edges. Jepsen's docstring describes them for a
+//     transaction's final read of a key, but its code leaves the rw graph
+//     out: a poll returns a bounded prefix, so the last value polled does not
+//     prove that the next one did not exist yet. Hence no G-single or G2.
+//   - wr edges run from a value's writer to every op that polled it, as
+//     Jepsen's code does (its docstring says only the highest read).
+//   - G0 cycles are searched for with ww edges always (they are always
+//     allowed); Options.WWDeps decides whether ww edges may also close G1c
+//     cycles, where Jepsen's :ww-deps adds them to the graph for both.
+//   - A poll that returned no records for a key does not move its process's
+//     position on that key; an assign does not reset nonmonotonic-send
+//     tracking (Jepsen's does, though a consumer's assignment does not
+//     order a producer's sends).
+//   - A value polled that no op sent is skipped where Jepsen's checker
+//     throws; no class reports it yet.
+//   - Jepsen's realtime-lag plots and consume counts are not computed.
+//
 // The checker is pure: no I/O, no clock except the cycle search's deadline,
 // and it never panics on any history that history.Validate accepts.
 package checker

@@ -27,8 +27,10 @@ func mustParse(t testing.TB, text string, refs ...format.Reference) *Schema {
 // changesOf lists the differences from original to update as Confluent's
 // tests print them, sorted (Confluent's order follows Java hash sets).
 func changesOf(original, update *Schema) []string {
-	diffs, ok := compareSchemas(original.tree(), update.tree())
-	if !ok {
+	ot, ok1 := original.tree()
+	ut, ok2 := update.tree()
+	diffs, ok := compareSchemas(ot, ut)
+	if !ok || !ok1 || !ok2 {
 		return []string{"too complex"}
 	}
 	out := []string{}

@@ -26,7 +26,7 @@ const maxSteps = 1000000
 
 // maxDiffDepth bounds how many pairs may be being compared at once (the
 // walk's recursion).
-const maxDiffDepth = 2000
+const maxDiffDepth = 10000
 
 // maxPasses bounds the fixpoint's passes.
 const maxPasses = 64
@@ -51,8 +51,10 @@ func (*Format) CompatibleNamed(reader, writer format.Schema, readerName, writerN
 	if !ok1 || !ok2 {
 		return []string{"Incompatible because of different schema type"}
 	}
-	diffs, ok := compareSchemas(w.tree(), r.tree())
-	if !ok {
+	wt, ok1 := w.tree()
+	rt, ok2 := r.tree()
+	diffs, ok := compareSchemas(wt, rt)
+	if !ok || !ok1 || !ok2 {
 		return []string{tooComplex}
 	}
 	var out []string

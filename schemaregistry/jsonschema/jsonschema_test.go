@@ -319,6 +319,21 @@ func TestLongReferenceChain(t *testing.T) {
 	if msgs := New().Compatible(s, s); len(msgs) != 0 {
 		t.Errorf("incompatible with itself: %q", msgs)
 	}
+	// Past the bounds a check answers that it cannot tell, never "compatible".
+	if testing.Short() {
+		return // compiling the deep schema takes the validator seconds
+	}
+	sb.Reset()
+	sb.WriteString(`{"definitions":{`)
+	const deep = maxBuildDepth + 10
+	for i := 0; i < deep; i++ {
+		fmt.Fprintf(&sb, `"d%d":{"not":{"$ref":"#/definitions/d%d"}},`, i, i+1)
+	}
+	fmt.Fprintf(&sb, `"d%d":{"type":"string"}},"$ref":"#/definitions/d0"}`, deep)
+	s = mustParse(t, sb.String())
+	if msgs := New().Compatible(s, s); fmt.Sprint(msgs) != "["+tooComplex+"]" {
+		t.Errorf("messages %q, want %q", msgs, tooComplex)
+	}
 }
 
 // FuzzParse: no text and no payload may panic or hang the format.

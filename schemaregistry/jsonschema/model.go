@@ -46,13 +46,14 @@ const (
 	kRef
 )
 
-// maxNodes bounds the tree built for one schema; a schema bigger than that
-// is compared as if its remaining subschemas were empty.
-const maxNodes = 100000
-
-// maxBuildDepth bounds how deeply building recurses (through chains of
-// $refs a tree may be deeper than its text); deeper subschemas read as {}.
-const maxBuildDepth = 2000
+// maxNodes bounds the tree built for one schema, and maxBuildDepth how
+// deeply building recurses (through chains of $refs a tree may be deeper
+// than its text). A schema past either is not compared at all (its checks
+// answer tooComplex) rather than compared in part.
+const (
+	maxNodes      = 100000
+	maxBuildDepth = 10000
+)
 
 type node struct {
 	kind kind
@@ -135,17 +136,19 @@ type docContext struct {
 }
 
 type builder struct {
-	s     *Schema
-	memo  map[*value]*node
-	ids   map[string]*value     // absolute $id URL (no fragment) -> schema
-	anchs map[string]*value     // absolute URL#anchor -> schema
-	ctxOf map[*value]docContext // the context each indexed value is in
-	count int
-	depth int
+	s         *Schema
+	memo      map[*value]*node
+	ids       map[string]*value     // absolute $id URL (no fragment) -> schema
+	anchs     map[string]*value     // absolute URL#anchor -> schema
+	ctxOf     map[*value]docContext // the context each indexed value is in
+	count     int
+	depth     int
+	truncated bool // past maxNodes or maxBuildDepth
 }
 
-// tree builds the differ's tree of s.
-func (s *Schema) tree() *node {
+// tree builds the differ's tree of s; ok is false when s is too big or
+// too deep to build whole.
+func (s *Schema) tree() (root *node, ok bool) {
 	b := &builder{
 		s:     s,
 		memo:  map[*value]*node{},
@@ -161,15 +164,16 @@ func (s *Schema) tree() *node {
 		b.ids[u] = doc
 		b.index(doc, docContext{draft: draftOfOr(doc, s.draft), base: base}, 0)
 	}
-	root, _ := url.Parse(baseURI)
+	base, _ := url.Parse(baseURI)
 	for u, doc := range s.docs {
 		if doc == s.root {
 			if p, err := url.Parse(u); err == nil && u != baseURI {
-				root = p
+				base = p
 			}
 		}
 	}
-	return b.build(s.root, docContext{draft: s.draft, base: root})
+	root = b.build(s.root, docContext{draft: s.draft, base: base})
+	return root, !b.truncated
 }
 
 // draftOfOr is a referenced document's own draft when it names one, else
@@ -311,6 +315,7 @@ func (b *builder) build(v *value, c docContext) *node {
 	b.memo[v] = n
 	b.count++
 	if b.count > maxNodes || b.depth > maxBuildDepth {
+		b.truncated = true
 		return n
 	}
 	b.depth++

@@ -364,6 +364,9 @@ func (c *context) compareString(o, u *node) {
 func (c *context) compareNumber(o, u *node) {
 	c.bound("maximum", o.maximum, u.maximum, maximumAdded, maximumRemoved, maximumIncreased, maximumDecreased)
 	c.bound("minimum", o.minimum, u.minimum, minimumAdded, minimumRemoved, minimumIncreased, minimumDecreased)
+	// Confluent tells a lowered exclusiveMaximum by comparing it with the
+	// update's maximum, a slip that throws or misses the change; this
+	// compares the exclusiveMaximums.
 	c.bound("exclusiveMaximum", o.exclusiveMaximum, u.exclusiveMaximum, exclusiveMaximumAdded, exclusiveMaximumRemoved, exclusiveMaximumIncreased, exclusiveMaximumDecreased)
 	c.bound("exclusiveMinimum", o.exclusiveMinimum, u.exclusiveMinimum, exclusiveMinimumAdded, exclusiveMinimumRemoved, exclusiveMinimumIncreased, exclusiveMinimumDecreased)
 	om, um := o.multipleOf, u.multipleOf

@@ -33,6 +33,9 @@ import (
 // option names.
 type printer struct {
 	normalize bool
+	// ignoreExt is format=ignore_extensions: custom options other than
+	// Confluent's own, extension ranges and extends left out.
+	ignoreExt bool
 	syntax    string
 	linked    protoreflect.FileDescriptor
 	// res is the parse the file came from, nil for a serialized schema: it
@@ -62,9 +65,9 @@ type source struct {
 	res   parser.Result
 }
 
-func printFile(s *Schema, src source, normalize bool) string {
+func printFile(s *Schema, src source, normalize, ignoreExt bool) string {
 	f := src.proto
-	p := printer{normalize: normalize, syntax: f.GetSyntax(), linked: s.file, res: src.res,
+	p := printer{normalize: normalize, ignoreExt: ignoreExt, syntax: f.GetSyntax(), linked: s.file, res: src.res,
 		scope: f.GetPackage(), resolver: linker.ResolverFromFile(s.file)}
 	var b strings.Builder
 	switch syn := f.GetSyntax(); {
@@ -121,7 +124,7 @@ func printFile(s *Schema, src source, normalize bool) string {
 			b.WriteString(p.enum(e))
 		}
 	}
-	if len(f.Extension) > 0 {
+	if len(f.Extension) > 0 && !p.ignoreExt {
 		b.WriteString("\n")
 		b.WriteString(p.extends(f.Extension, p.linked.Extensions()))
 	}
@@ -251,13 +254,13 @@ func (p *printer) message(m *descriptorpb.DescriptorProto, lm protoreflect.Messa
 			indent(&b, p.group(m, g, lm))
 		}
 	}
-	if lines := p.rangeLines("extensions", extensions); len(lines) > 0 {
+	if lines := p.rangeLines("extensions", extensions); len(lines) > 0 && !p.ignoreExt {
 		b.WriteString("\n")
 		for _, l := range lines {
 			indent(&b, l)
 		}
 	}
-	if len(m.Extension) > 0 {
+	if len(m.Extension) > 0 && !p.ignoreExt {
 		var lext protoreflect.ExtensionDescriptors
 		if lm != nil {
 			lext = lm.Extensions()
@@ -424,6 +427,11 @@ func optionName(uo *descriptorpb.UninterpretedOption) string {
 
 // options prints each option as "name = value".
 func (p *printer) options(uos []*descriptorpb.UninterpretedOption) []string {
+	if p.ignoreExt {
+		uos = slices.DeleteFunc(slices.Clone(uos), func(uo *descriptorpb.UninterpretedOption) bool {
+			return len(uo.Name) > 0 && uo.Name[0].GetIsExtension() && !strings.HasPrefix(uo.Name[0].GetNamePart(), "confluent.")
+		})
+	}
 	if len(uos) == 0 {
 		return nil
 	}

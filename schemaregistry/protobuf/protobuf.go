@@ -26,6 +26,7 @@ import (
 	"github.com/bufbuild/protocompile/parser"
 	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -59,6 +60,9 @@ type Schema struct {
 	declaredProto2 bool
 	canonical      string
 	normalized     string
+	// ignoreExtensions is format=ignore_extensions, kept only where it is
+	// not the canonical form.
+	ignoreExtensions string
 }
 
 var _ format.Schema = (*Schema)(nil)
@@ -150,8 +154,11 @@ func parse(schema string, refs []format.Reference) (*Schema, error) {
 	}
 	// Both forms are printed now, while the parse is at hand, rather than
 	// keeping its syntax tree for a Normalized that may never be asked.
-	s.canonical = printFile(s, written, false)
-	s.normalized = printFile(s, written, true)
+	s.canonical = printFile(s, written, false, false)
+	s.normalized = printFile(s, written, true, false)
+	if ie := printFile(s, written, false, true); ie != s.canonical {
+		s.ignoreExtensions = ie
+	}
 	return s, nil
 }
 
@@ -258,6 +265,11 @@ func collectRefs(refs []format.Reference, sources map[string]string, origins map
 		if _, ok := sources[r.Name]; ok {
 			continue
 		}
+		if _, ok := builtinFiles[r.Name]; ok && strings.TrimSpace(r.Schema) == "" {
+			// A reference to a built-in file by name only: the built-in
+			// text serves.
+			continue
+		}
 		sources[r.Name] = r.Schema
 		origins[r.Name] = origin{subject: r.Subject, version: r.Version}
 		if err := collectRefs(r.References, sources, origins, depth+1); err != nil {
@@ -289,6 +301,27 @@ func (s *Schema) Canonical() string { return s.canonical }
 // options, imports and enum values sorted.
 func (s *Schema) Normalized() string {
 	return s.normalized
+}
+
+// Formatted is the schema as GET /schemas/ids/{id}?format= asks for it,
+// as Confluent's formattedString: "" or "default" the canonical form,
+// "ignore_extensions" without custom options (Confluent's own kept),
+// extension ranges or extends, and "serialized" the base64 of the file's
+// FileDescriptorProto. An unknown format gets the canonical form, as
+// Confluent answers it.
+func (s *Schema) Formatted(format string) string {
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "ignore_extensions":
+		if s.ignoreExtensions != "" {
+			return s.ignoreExtensions
+		}
+	case "serialized":
+		raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(protodesc.ToFileDescriptorProto(s.file))
+		if err == nil {
+			return base64.StdEncoding.EncodeToString(raw)
+		}
+	}
+	return s.canonical
 }
 
 // Descriptor is the compiled file, for callers that decode records

@@ -393,3 +393,40 @@ func TestParseDeepNesting(t *testing.T) {
 	mustParse(t, `syntax = "proto3"; // `+braces+`
 /* `+braces+` */ option java_package = "`+braces+`"; message M {}`, nil)
 }
+
+func TestFormatted(t *testing.T) {
+	s := mustParse(t, `syntax = "proto2";
+import "google/protobuf/descriptor.proto";
+import "confluent/meta.proto";
+extend google.protobuf.FieldOptions { optional string label = 50000; }
+message M {
+  option (confluent.message_meta).doc = "kept";
+  optional int32 a = 1 [(label) = "dropped", deprecated = true];
+  extensions 100 to 200;
+}`, nil)
+	want := `syntax = "proto2";
+
+import "google/protobuf/descriptor.proto";
+import "confluent/meta.proto";
+
+message M {
+  option (confluent.message_meta).doc = "kept";
+
+  optional int32 a = 1 [deprecated = true];
+}
+`
+	if got := s.Formatted("ignore_extensions"); got != want {
+		t.Errorf("ignore_extensions:\n%s\nwant:\n%s", got, want)
+	}
+	if s.Formatted("") != s.Canonical() || s.Formatted("nonsense") != s.Canonical() {
+		t.Error("default format is not the canonical form")
+	}
+	again := mustParse(t, s.Formatted("serialized"), nil)
+	if again.Descriptor().Messages().Get(0).Fields().Len() != 1 {
+		t.Errorf("serialized form does not round trip:\n%s", again.Canonical())
+	}
+	plain := mustParse(t, `syntax = "proto3"; message M { int32 a = 1; }`, nil)
+	if plain.Formatted("ignore_extensions") != plain.Canonical() {
+		t.Error("ignore_extensions differs for a schema without extensions")
+	}
+}

@@ -2,6 +2,7 @@ package protobuf
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,18 +20,19 @@ import (
 // depend on it), then extends and services; two-space indents, where a blank
 // line inside a nested block keeps its indent.
 //
-// It prints from the file as parsed, so type names are as written. What it
-// cannot see is kept as protocompile gives it: option aggregates ({...}) on
-// one line, numbers as Go formats them, and a message's reserved
-// declarations merged into one statement for numbers and one for names.
+// It prints from the file as parsed: type names, option values, reserved
+// and extensions statements and extend blocks as the text wrote them (the
+// parse's syntax tree supplies what a descriptor forgets). A serialized
+// schema has no text: it prints from its descriptor, type names fully
+// qualified and without options.
 //
 // normalize applies Confluent's toNormalizedString: type names fully
-// qualified with a leading dot (map values too, map labels dropped), imports
-// sorted and deduplicated, options sorted by name, fields sorted by number,
-// oneofs sorted by their first field, enum values by number, reserved and
-// extension ranges split one per statement and sorted, and the syntax line
-// kept only for proto3. Unlike Confluent it does not qualify or merge custom
-// option names.
+// qualified with a leading dot (map values too), imports sorted and
+// deduplicated, custom option names resolved and their settings merged,
+// options sorted by name, fields sorted by number, oneofs sorted by their
+// first field, enum values by number, reserved and extension values one a
+// statement and sorted, extends grouped by extendee, and the syntax line
+// kept only for proto3.
 type printer struct {
 	normalize bool
 	// ignoreExt is format=ignore_extensions: custom options other than
@@ -541,7 +543,8 @@ func (p *printer) enum(e *descriptorpb.EnumDescriptorProto) string {
 	return b.String()
 }
 
-// extends prints extension fields grouped by the message they extend, in
+// extends prints extension fields by extend block as the text wrote them;
+// normalized (or without the text), grouped by the message they extend, in
 // order of first appearance.
 func (p *printer) extends(exts []*descriptorpb.FieldDescriptorProto, linked protoreflect.ExtensionDescriptors) string {
 	type group struct {
@@ -560,10 +563,16 @@ func (p *printer) extends(exts []*descriptorpb.FieldDescriptorProto, linked prot
 				name = "." + string(lf.ContainingMessage().FullName())
 			}
 		}
-		g := byName[name]
+		key := name
+		if p.res != nil && !p.normalize {
+			if fn, ok := p.res.FieldNode(f).(*ast.FieldNode); ok && fn.Extendee != nil {
+				key = fmt.Sprintf("%p", fn.Extendee)
+			}
+		}
+		g := byName[key]
 		if g == nil {
 			g = &group{name: name}
-			byName[name] = g
+			byName[key] = g
 			groups = append(groups, g)
 		}
 		line := p.label(f, false) + p.typeText(f, lf) + " " + f.GetName() + " = " + strconv.Itoa(int(f.GetNumber())) +

@@ -10,8 +10,9 @@
 //
 // It never reads the file system or the network: every import is either a
 // reference handed in by the registry or a file compiled into the binary.
-// Files: protobuf.go (Parse, Validate), builtin.go (the built-in files),
-// print.go (Canonical, Normalized), compat.go (compatibility).
+// Files: protobuf.go (Parse, Validate, Formatted), builtin.go (the built-in
+// files), print.go, literal.go and ranges.go (Canonical and Normalized, in
+// Confluent's layout), compat.go (compatibility).
 package protobuf
 
 import (

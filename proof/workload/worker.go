@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -44,6 +45,14 @@ func (w *worker) loop(stop, ctx context.Context) {
 				return
 			}
 		}
+		switch {
+		case w.rng.Float64() < w.run.cfg.CrashP:
+			w.crash()
+			continue
+		case (w.kind == KindAssign || w.kind == KindTxnAssign) && w.rng.Float64() < w.run.cfg.ReassignP:
+			w.reassign()
+			continue
+		}
 		switch w.step(ctx).Type {
 		case history.Fail:
 			w.pid = w.run.nextProcess()
@@ -73,20 +82,8 @@ func (w *worker) open() error {
 	switch w.kind {
 	case KindAssign, KindTxnAssign:
 		// A random non-empty subset of the keys, from the start.
-		n := r.keys.Count()
-		perm := w.rng.Perm(n)[:1+w.rng.IntN(n)]
-		w.keys = w.keys[:0]
-		parts := map[string]map[int32]kgo.Offset{}
-		for _, k := range perm {
-			key := history.Key(k)
-			w.keys = append(w.keys, key)
-			t, p := r.keys.Partition(key)
-			if parts[t] == nil {
-				parts[t] = map[int32]kgo.Offset{}
-			}
-			parts[t][p] = kgo.NewOffset().AtStart()
-		}
-		opts = append(opts, kgo.ConsumePartitions(parts))
+		w.keys = w.randomKeys()
+		opts = append(opts, kgo.ConsumePartitions(w.partitions(w.keys, kgo.NewOffset().AtStart())))
 		o.F, o.Keys, o.SeekToBeginning = history.Assign, append([]history.Key(nil), w.keys...), true
 	case KindSubscribe, KindTxnSubscribe:
 		opts = append(opts,
@@ -121,6 +118,59 @@ func (w *worker) open() error {
 	o.Complete = r.rec.Now()
 	r.rec.Add(o)
 	return nil
+}
+
+func (w *worker) randomKeys() []history.Key {
+	n := w.run.keys.Count()
+	var ks []history.Key
+	for _, k := range w.rng.Perm(n)[:1+w.rng.IntN(n)] {
+		ks = append(ks, history.Key(k))
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func (w *worker) partitions(ks []history.Key, at kgo.Offset) map[string]map[int32]kgo.Offset {
+	parts := map[string]map[int32]kgo.Offset{}
+	for _, k := range ks {
+		t, p := w.run.keys.Partition(k)
+		if parts[t] == nil {
+			parts[t] = map[int32]kgo.Offset{}
+		}
+		parts[t][p] = at
+	}
+	return parts
+}
+
+// reassign assigns a new random set of keys: the keys kept go on from where
+// they were, the new ones start from the beginning, as the checker assumes
+// (an assign forgets the position of keys it drops).
+func (w *worker) reassign() {
+	r := w.run
+	o := history.Op{Process: w.pid, Type: history.OK, F: history.Assign, Invoke: r.rec.Now()}
+	next := w.randomKeys()
+	var added, removed []history.Key
+	for _, k := range next {
+		if !slices.Contains(w.keys, k) {
+			added = append(added, k)
+		}
+	}
+	for _, k := range w.keys {
+		if !slices.Contains(next, k) {
+			removed = append(removed, k)
+		}
+	}
+	drop := map[string][]int32{}
+	for _, k := range removed {
+		t, p := r.keys.Partition(k)
+		drop[t] = append(drop[t], p)
+	}
+	w.cl.RemoveConsumePartitions(drop)
+	w.cl.AddConsumePartitions(w.partitions(added, kgo.NewOffset().AtStart()))
+	w.keys = next
+	o.Keys = append([]history.Key(nil), next...)
+	o.Complete = r.rec.Now()
+	r.rec.Add(o)
 }
 
 func (w *worker) onRebalance(_ context.Context, _ *kgo.Client, parts map[string][]int32) {

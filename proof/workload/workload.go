@@ -47,6 +47,13 @@ type Config struct {
 	PollWait time.Duration
 	// AbortP is the probability that a transaction that sent aborts (0.1).
 	AbortP float64
+	// CrashP is the probability that a worker crashes its client before an
+	// op, to open a fresh one (0.005; negative for never). A transactional
+	// worker's new client fences the old one's transactional id.
+	CrashP float64
+	// ReassignP is the probability that an assign worker assigns itself a
+	// new set of keys before an op (0.02; negative for never).
+	ReassignP float64
 	// FinalTimeout bounds the final polls (10s).
 	FinalTimeout time.Duration
 	// Group prefixes the consumer groups (floe-proof).
@@ -91,6 +98,12 @@ func (c *Config) defaults() error {
 	}
 	if c.AbortP == 0 {
 		c.AbortP = 0.1
+	}
+	if c.CrashP == 0 {
+		c.CrashP = 0.005
+	}
+	if c.ReassignP == 0 {
+		c.ReassignP = 0.02
 	}
 	if c.FinalTimeout <= 0 {
 		c.FinalTimeout = 10 * time.Second

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/goleak"
 
 	"floe/proof/checker"
 	"floe/proof/history"
@@ -39,6 +40,7 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
 	}
+	defer goleak.VerifyNone(t)
 	const topics, partitions = 2, 3
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "floe-proof-0", "floe-proof-1"))
 	if err != nil {

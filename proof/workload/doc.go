@@ -13,7 +13,9 @@
 //
 // A worker's process id changes after an op that failed or whose outcome is
 // unknown, as in Jepsen: an unknown outcome also closes the client (a crash op)
-// and opens a fresh one. When the run ends, a final reader assigns every
+// and opens a fresh one. Workers also crash at random (Config.CrashP, Jepsen's
+// crash-clients), and assign workers reassign themselves a new set of keys
+// at random (Config.ReassignP). When the run ends, a final reader assigns every
 // partition from its start and polls until it has read past every offset an
 // ok op saw, so that unseen values mean loss, not a reader left behind.
 //

@@ -130,11 +130,17 @@ func (s *Server) parsedAt(ctx context.Context, r metadata.SchemaReader, id, dept
 func parseSafely(f format.Format, text string, refs []format.Reference) (sc format.Schema, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			sc, err = nil, fmt.Errorf("Invalid schema of type %s, details: %v", f.Type(), p)
+			sc, err = nil, messageError(fmt.Sprintf("Invalid schema of type %s, details: %v", f.Type(), p))
 		}
 	}()
 	return f.Parse(text, refs)
 }
+
+// messageError is an error whose text is a client's message as it is
+// (Confluent's are capitalized).
+type messageError string
+
+func (e messageError) Error() string { return string(e) }
 
 // resolveRefs resolves references for a format's Parse, and returns them
 // with their versions resolved ("latest" and -1 become a number), as they

@@ -215,6 +215,17 @@ func TestEachClass(t *testing.T) {
 		bad:   []Class{NonmonotonicSend},
 		ops:   map[Class][][]int{NonmonotonicSend: {{0, 1}}, G0Process: {{0, 1}}},
 	}, {
+		// The same inversion alone: an info op is no process predecessor,
+		// so no cycle comes with it.
+		name: "nonmonotonic-send after an info send",
+		h: hist(
+			op(0, history.Info, 0, 1, send(x, 1, 1)),
+			ok(0, 2, 3, send(x, 0, 2)),
+			ok(1, 4, 5, poll(r(x, 0, 2, 1, 1))),
+		),
+		found: []Class{NonmonotonicSend},
+		ops:   map[Class][][]int{NonmonotonicSend: {{0, 1}}},
+	}, {
 		name: "int-poll-skip",
 		h: hist(
 			ok(0, 0, 1, send(x, 0, 1), send(x, 1, 2), send(x, 2, 3)),
@@ -366,6 +377,37 @@ func TestEachClass(t *testing.T) {
 				tc.check(t, res)
 			}
 		})
+	}
+}
+
+// A Result read back from its JSON is the Result written.
+func TestResultJSONRoundTrip(t *testing.T) {
+	h := hist(
+		op(0, history.Fail, 0, 1, send(x, 0, 1)),
+		ok(1, 2, 3, poll(r(x, 0, 1))),
+		ok(2, 0, 3, send(y, 0, 5), poll(r(y, 1, 6))),
+		ok(3, 1, 2, send(y, 1, 6), poll(r(y, 0, 5))),
+	)
+	res := mustCheck(t, h, Options{})
+	if !reflect.DeepEqual(res.Found, []Class{G1a, G1c}) {
+		t.Fatalf("found %v", res.Found)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, res) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", back, res)
+	}
+	md := dump(res)
+	for _, want := range []string{"INVALID: G1a, G1c", "| `G1a` | 1 | yes |", "op 2 sent 5 to key 1, polled by op 3"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
 	}
 }
 

@@ -64,6 +64,13 @@ func TestHTTPFlow(t *testing.T) {
 	ts.expect(t, "POST", "/compatibility/subjects/nosuch/versions/latest", body(recV2), 200, `{"is_compatible":true}`)
 	ts.expect(t, "POST", "/compatibility/subjects/nosuch/versions/3", body(recV2), 404, `{"error_code":40402,"message":"Version 3 not found."}`)
 
+	// A subject is one path segment, escaped.
+	ts.expect(t, "POST", "/subjects/a%2Fb%20c/versions", body(recV1), 200,
+		`{"version":1,"id":2,"schemaType":"AVRO","schema":`+q(recV1)+`}`)
+	ts.expect(t, "GET", "/subjects/a%2Fb%20c/versions/1", "", 200,
+		`{"subject":"a/b c","version":1,"id":2,"schemaType":"AVRO","schema":`+q(recV1)+`}`)
+	ts.expect(t, "DELETE", "/subjects/a%2Fb%20c", "", 200, `[1]`)
+	ts.expect(t, "DELETE", "/subjects/a%2Fb%20c?permanent=true", "", 200, `[1]`)
 	ts.expect(t, "GET", "/subjects", "", 200, `["other","p","s"]`)
 	ts.expect(t, "GET", "/subjects?subjectPrefix=o", "", 200, `["other"]`)
 	ts.expect(t, "GET", "/subjects/s/versions", "", 200, `[1,2]`)

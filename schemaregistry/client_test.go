@@ -341,6 +341,9 @@ func TestOtherFormats(t *testing.T) {
 	if err != nil || pb.Type != sr.TypeProtobuf {
 		t.Fatalf("Protobuf: %+v %v", pb, err)
 	}
+	if text, err := cl.SchemaTextByID(ctx, pb.ID); err != nil || text != pb.Schema.Schema {
+		t.Fatalf("SchemaTextByID(protobuf): %q %v", text, err)
+	}
 	if found, err := cl.LookupSchema(ctx, "p", pb.Schema); err != nil || found.ID != pb.ID {
 		t.Fatalf("LookupSchema(protobuf): %+v %v", found, err)
 	}

@@ -103,14 +103,9 @@ func (s *Server) getRawSchemaByID(ctx context.Context, r *http.Request) (any, er
 }
 
 // rawSchema is a schema's text as the answer's body, as Confluent's
-// …/schema endpoints give it: the JSON of an Avro or JSON schema as it
-// is, a Protobuf schema's text as a JSON string.
-func rawSchema(p *parsedSchema) any {
-	if json.Valid([]byte(p.rec.Schema)) {
-		return rawJSON(p.rec.Schema)
-	}
-	return p.rec.Schema
-}
+// …/schema endpoints give it (a Java String through Jersey's text
+// writer): the text as it is, a Protobuf schema's too.
+func rawSchema(p *parsedSchema) any { return rawJSON(p.rec.Schema) }
 
 func (s *Server) versionsByID(ctx context.Context, r *http.Request) ([]metadata.SubjectVersion, error) {
 	id, err := idParam(r)
@@ -118,6 +113,10 @@ func (s *Server) versionsByID(ctx context.Context, r *http.Request) ([]metadata.
 		return nil, err
 	}
 	if _, err := s.schemaOrNotFound(ctx, id); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.code == 40403 {
+			return nil, errSchemaNotFound()
+		}
 		return nil, err
 	}
 	vs, err := s.store.Schemas().VersionsOfSchema(ctx, id)
@@ -131,6 +130,22 @@ func (s *Server) versionsByID(ctx context.Context, r *http.Request) ([]metadata.
 	return vs, nil
 }
 
+// paged applies the request's offset and limit to items.
+func paged[T any](r *http.Request, items []T) ([]T, error) {
+	offset, err := queryInt(r, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(r, "limit", -1)
+	if err != nil {
+		return nil, err
+	}
+	if offset == 0 && limit < 0 {
+		return items, nil
+	}
+	return page(items, offset, limit), nil
+}
+
 func (s *Server) getSubjectsByID(ctx context.Context, r *http.Request) (any, error) {
 	vs, err := s.versionsByID(ctx, r)
 	if err != nil {
@@ -142,7 +157,7 @@ func (s *Server) getSubjectsByID(ctx context.Context, r *http.Request) (any, err
 			subjects = append(subjects, v.Subject)
 		}
 	}
-	return subjects, nil
+	return paged(r, subjects)
 }
 
 type subjectVersionJSON struct {
@@ -159,7 +174,7 @@ func (s *Server) getVersionsByID(ctx context.Context, r *http.Request) (any, err
 	for _, v := range vs {
 		out = append(out, subjectVersionJSON{v.Subject, v.Version})
 	}
-	return out, nil
+	return paged(r, out)
 }
 
 // getSchemas is GET /schemas: subject versions with their schemas.
@@ -227,18 +242,7 @@ func (s *Server) getSubjects(ctx context.Context, r *http.Request) (any, error) 
 		}
 		i = j
 	}
-	offset, err := queryInt(r, "offset", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := queryInt(r, "limit", -1)
-	if err != nil {
-		return nil, err
-	}
-	if offset == 0 && limit < 0 {
-		return subjects, nil
-	}
-	return page(subjects, offset, limit), nil
+	return paged(r, subjects)
 }
 
 // getVersions is GET /subjects/{subject}/versions.
@@ -338,18 +342,7 @@ func (s *Server) getReferencedBy(ctx context.Context, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	offset, err := queryInt(r, "offset", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := queryInt(r, "limit", -1)
-	if err != nil {
-		return nil, err
-	}
-	if offset == 0 && limit < 0 {
-		return ids, nil
-	}
-	return page(ids, offset, limit), nil
+	return paged(r, ids)
 }
 
 // referrers returns the ids of schemas that reference a subject version

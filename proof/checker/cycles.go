@@ -60,7 +60,18 @@ type graph struct {
 // between successive ok ops of a process and real-time order (a transitive
 // reduction of "completed before invoked").
 func (a *analysis) buildGraph() *graph {
-	var es []edge
+	// Room for every wr and ww edge, the process edges and a few real-time
+	// edges per op, so that the slice seldom grows.
+	size := 5 * len(a.h)
+	for i := range a.h {
+		for _, ps := range a.reads[i] {
+			size += len(ps)
+		}
+		for _, ps := range a.writes[i] {
+			size += len(ps)
+		}
+	}
+	es := make([]edge, 0, size)
 	for _, k := range a.keys {
 		ord, writers := a.orders[k], a.writerOf[k]
 		vs := make([]int64, 0, len(writers))
@@ -113,7 +124,11 @@ func (a *analysis) buildGraph() *graph {
 
 	es = sortEdges(es, len(a.h))
 	g := &graph{n: len(a.h), start: make([]int32, len(a.h)+1)}
-	g.edges = make([]edge, 0, len(es))
+	// Deduplicate in place: es is sorted, so g.edges (a prefix of it) never
+	// overtakes the edge being read.
+	g.edges = es[:0]
+	g.succ = make([]int32, 0, len(es))
+	g.mask = make([]uint8, 0, len(es))
 	for j := range es {
 		e := es[j]
 		if n := len(g.edges); n > 0 && g.edges[n-1].from == e.from && g.edges[n-1].to == e.to && g.edges[n-1].rel == e.rel {

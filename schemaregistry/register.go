@@ -440,18 +440,20 @@ func (s *Server) lookup(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	vs := live(all, queryBool(r, "deleted"))
-	if len(vs) == 0 {
-		return nil, errSubjectNotFound(subject)
-	}
 	cfg, err := configIn(ctx, rd, subject)
 	if err != nil {
 		return nil, err
 	}
+	// The schema is parsed before the subject is looked at: an invalid
+	// one is 42201 under any subject, as in Confluent.
 	normalize := queryBool(r, "normalize") || cfg.Normalize
 	c, err := s.parseRequest(ctx, rd, &req, normalize)
 	if err != nil {
 		return nil, err
+	}
+	vs := live(all, queryBool(r, "deleted"))
+	if len(vs) == 0 {
+		return nil, errSubjectNotFound(subject)
 	}
 	for i := len(vs) - 1; i >= 0; i-- {
 		p, err := s.parsed(ctx, rd, vs[i].SchemaID)

@@ -33,6 +33,10 @@
 //   - G0 cycles are searched for with ww edges always (they are always
 //     allowed); Options.WWDeps decides whether ww edges may also close G1c
 //     cycles, where Jepsen's :ww-deps adds them to the graph for both.
+//   - Process-order edges are in the graph, so that the -process classes
+//     exist; Jepsen's Kafka checker asks Elle for strict serializability,
+//     which adds only real-time edges, so a cycle it names -realtime may be
+//     named -process here (the same verdict: G0 allowed, G1c not).
 //   - A poll that returned no records for a key does not move its process's
 //     position on that key; an assign does not reset nonmonotonic-send
 //     tracking (Jepsen's does, though a consumer's assignment does not

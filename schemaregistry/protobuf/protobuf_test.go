@@ -362,13 +362,26 @@ func FuzzParse(f *testing.F) {
 	f.Add(`edition = "2023"; message M { int32 a = 1; }`, []byte{8, 1})
 	f.Add("CgZ4LnByb3RvEgFw", []byte{})
 	f.Add("message {", []byte{})
+	for _, ex := range confluentPrintExamples {
+		f.Add(ex.schema, []byte{})
+	}
+	for _, ex := range confluentDiffExamples[:10] {
+		f.Add(ex.update, []byte{8, 1})
+	}
 	f.Fuzz(func(t *testing.T, text string, payload []byte) {
 		s, err := New().Parse(text, nil)
 		if err != nil {
 			return
 		}
-		_ = s.Canonical()
-		_ = s.Normalized()
+		for _, form := range []string{s.Canonical(), s.Normalized()} {
+			again, err := New().Parse(form, nil)
+			if err != nil {
+				t.Fatalf("printed form does not parse: %v\n%s", err, form)
+			}
+			if again.Normalized() != s.Normalized() {
+				t.Fatalf("printed form normalizes differently:\n%s\n---\n%s", s.Normalized(), again.Normalized())
+			}
+		}
 		_ = s.Validate(nil, payload)
 		if msgs := New().Compatible(s, s); len(msgs) != 0 {
 			t.Errorf("a schema is incompatible with itself: %q", msgs)

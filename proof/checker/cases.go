@@ -28,6 +28,29 @@ func (a *analysis) g1a() {
 	}
 }
 
+// noWriter: a value polled that no op sent, one anomaly per key and value,
+// with its first ten readers.
+func (a *analysis) noWriter() {
+	for _, k := range a.keys {
+		readers := a.readersOf[k]
+		var vs []int64
+		for v := range readers {
+			if _, ok := a.writerOf[k][v]; !ok {
+				vs = append(vs, v)
+			}
+		}
+		slices.Sort(vs)
+		for _, v := range vs {
+			ops := readers[v][:min(10, len(readers[v]))]
+			ord := a.orders[k]
+			a.report(NoWriterOfValue, Anomaly{
+				Ops: append([]int(nil), ops...), Key: keyPtr(k), Values: []int64{v},
+				Offsets: []int64{ord.offsets[ord.firstIndex[v]]}, Count: len(readers[v]),
+			})
+		}
+	}
+}
+
 // precommittedRead: an op polled a value it sent itself. Kafka never shows a
 // transaction's records to any poller, its own included, before it commits.
 // One anomaly per op, for the first such key and value.

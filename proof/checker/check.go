@@ -23,6 +23,7 @@ func Check(h history.History, opts Options) (Result, error) {
 	stats := a.stats()
 	a.g1a()
 	a.precommittedRead()
+	a.noWriter()
 	a.lostWrite()
 	a.internal()
 	a.external()

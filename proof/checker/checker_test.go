@@ -179,6 +179,22 @@ func TestEachClass(t *testing.T) {
 		found: []Class{PrecommittedRead},
 		ops:   map[Class][][]int{PrecommittedRead: {{0}}},
 	}, {
+		// Value 2 was never sent: made up by the broker, or left over from
+		// another run.
+		name: "no-writer-of-value",
+		h: hist(
+			ok(0, 0, 1, send(x, 0, 1)),
+			ok(1, 2, 3, poll(r(x, 0, 1, 1, 2))),
+			ok(2, 2, 3, poll(r(x, 1, 2))),
+		),
+		found: []Class{NoWriterOfValue},
+		ops:   map[Class][][]int{NoWriterOfValue: {{1, 2}}},
+		check: func(t *testing.T, res Result) {
+			if a := res.Anomalies[NoWriterOfValue][0]; *a.Key != x || !reflect.DeepEqual(a.Offsets, []int64{1}) || a.Count != 2 {
+				t.Errorf("no writer %+v", a)
+			}
+		},
+	}, {
 		name: "poll-skip",
 		h: hist(
 			ok(0, 0, 1, send(x, 0, 1), send(x, 1, 2), send(x, 2, 3)),

@@ -9,7 +9,7 @@
 //     writers and readers of each value, and the per-key version orders
 //     (offset → values) with their inconsistent-offsets and duplicates.
 //   - cases.go: the classes found by walking ops and processes: G1a,
-//     precommitted-read, lost-write, the internal and external poll and
+//     precommitted-read, no-writer-of-value, lost-write, the internal and external poll and
 //     send orders, unseen.
 //   - cycles.go: the dependency graph (ww, wr, process, realtime), Tarjan's
 //     strongly connected components, and the bounded search for G0 and G1c
@@ -41,8 +41,9 @@
 //     position on that key; an assign does not reset nonmonotonic-send
 //     tracking (Jepsen's does, though a consumer's assignment does not
 //     order a producer's sends).
-//   - A value polled that no op sent is skipped where Jepsen's checker
-//     throws; no class reports it yet.
+//   - A value polled that no op sent stops Jepsen's checker (it throws
+//     :no-writer-of-value); here it is the class no-writer-of-value, and the
+//     other classes skip that value.
 //   - Jepsen's realtime-lag plots and consume counts are not computed.
 //
 // The checker is pure: no I/O, no clock except the cycle search's deadline,

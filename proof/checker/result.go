@@ -24,6 +24,11 @@ const (
 	// PrecommittedRead: an op read a value it sent itself, before it could
 	// have committed.
 	PrecommittedRead Class = "precommitted-read"
+	// NoWriterOfValue: an op polled a value that no op sent (Jepsen's
+	// checker stops with this error type; here it is one more class, and a
+	// failure). A broker that invents or replays records shows here, and so
+	// do topics left over from another run.
+	NoWriterOfValue Class = "no-writer-of-value"
 	// PollSkip: a process's poll started past the value that follows its
 	// previous poll's last value of a key.
 	PollSkip Class = "poll-skip"
@@ -70,7 +75,7 @@ const (
 
 // Classes lists every class in report order.
 var Classes = []Class{
-	Duplicate, InconsistentOffsets, LostWrite, G1a, PrecommittedRead,
+	Duplicate, InconsistentOffsets, LostWrite, G1a, PrecommittedRead, NoWriterOfValue,
 	PollSkip, NonmonotonicPoll, NonmonotonicSend,
 	IntPollSkip, IntNonmonotonicPoll, IntSendSkip, IntNonmonotonicSend,
 	Unseen,

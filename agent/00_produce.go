@@ -90,7 +90,7 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				if b.transactional && req.TransactionID == nil && a.authzEnabled() {
 					return kerr.TransactionalIDAuthorizationFailed // Kafka: transactional records need an authorized id
 				}
-				r.frame.ref() // the batch aliases the frame until the batcher copies it
+				r.frame.Ref() // the batch aliases the frame until the batcher copies it
 				b.frame = r.frame
 				pw, aerr := a.batcher.add(topic.ID, rp.Partition, b)
 				if aerr != nil {

@@ -81,7 +81,7 @@ func (a *Agent) handleFetch(ctx context.Context, r *request) (kmsg.Response, err
 		// Not enough yet: this answer's records are dropped, their buffers
 		// with them (should the wait end early, it goes out without them).
 		a.releaseFetchBuffers(resp)
-		a.fetchBudget.release(r.fetchHeld)
+		a.fetchBudget.Release(r.fetchHeld)
 		r.fetchHeld = 0
 		if !a.waitForRecords(ctx, wake, min(a.cfg.RemotePollInterval, deadline.Sub(now))) {
 			return resp, nil
@@ -312,7 +312,7 @@ func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.
 	}
 	if over := int64(len(out)) - need; over > 0 {
 		// A first batch larger than the limit (KIP-74) is taken whole.
-		a.fetchBudget.grow(need, over, func() bool { return true })
+		a.fetchBudget.Force(over)
 		*held += over
 	}
 	sp.RecordBatches = out
@@ -343,14 +343,19 @@ func (a *Agent) takeFetchBudget(ctx context.Context, n int64, first bool) bool {
 	if n <= 0 {
 		return true
 	}
-	if a.fetchBudget.tryAcquire(n) {
+	if a.fetchBudget.TryTake(n) {
 		return true
 	}
 	if !first {
 		a.limitHit("fetch.buffer.bytes", "bytes", n, "max", a.cfg.FetchBufferBytes)
 		return false
 	}
-	return a.fetchBudget.acquire(n, func() bool { return a.isClosing() || ctx.Err() != nil })
+	return a.fetchBudget.Take(n, func() error {
+		if a.isClosing() {
+			return errStopped
+		}
+		return ctx.Err()
+	}) == nil
 }
 
 // fetchSessionError answers a Fetch's session fields (KIP-227). floe opens
@@ -385,7 +390,7 @@ func (fa fetchAnswer) release(resp kmsg.Response, held int64) {
 		fa.a.releaseFetchBuffers(fr)
 	}
 	if held > 0 {
-		fa.a.fetchBudget.release(held)
+		fa.a.fetchBudget.Release(held)
 	}
 }
 

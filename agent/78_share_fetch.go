@@ -311,7 +311,7 @@ func (a *Agent) shareFetchOnce(ctx context.Context, r *request, group, member st
 		r.fetchHeld += h
 		if code != nil || got.bytes == 0 {
 			a.batcher.bufs.Put(sp.RecordBatches)
-			a.fetchBudget.release(h)
+			a.fetchBudget.Release(h)
 			r.fetchHeld -= h
 			continue
 		}
@@ -337,7 +337,7 @@ func (a *Agent) shareFetchOnce(ctx context.Context, r *request, group, member st
 		}
 		if len(p.acquired) == 0 {
 			a.batcher.bufs.Put(data)
-			a.fetchBudget.release(held[p.key])
+			a.fetchBudget.Release(held[p.key])
 			r.fetchHeld -= held[p.key]
 			delete(records, p.key)
 			continue
@@ -378,7 +378,7 @@ func (a *Agent) releaseShareRecords(r *request, records map[metadata.ShareKey][]
 		delete(records, k)
 	}
 	if r.fetchHeld > 0 {
-		a.fetchBudget.release(r.fetchHeld)
+		a.fetchBudget.Release(r.fetchHeld)
 	}
 	r.fetchHeld = 0
 }
@@ -405,6 +405,6 @@ func (sa shareFetchAnswer) release(resp kmsg.Response, held int64) {
 		}
 	}
 	if held > 0 {
-		sa.a.fetchBudget.release(held)
+		sa.a.fetchBudget.Release(held)
 	}
 }

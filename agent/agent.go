@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"floe/agent/internal/budget"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -34,11 +37,12 @@ type Agent struct {
 	batcher *batcher
 	topics  *topicCache
 	commits *broadcaster // woken after every local commit
-	// reqBudget bounds request bytes read and not yet answered.
-	reqBudget *byteBudget
+	// reqBudget bounds request bytes read and not yet answered
+	// (newRequestBudget).
+	reqBudget *budget.Budget
 	// fetchBudget bounds the record bytes of Fetch answers built and not
 	// yet written.
-	fetchBudget *byteBudget
+	fetchBudget *budget.Budget
 	coord       *coordinator    // consumer groups this agent coordinates
 	txn         *txnCoordinator // transactional ids this agent coordinates
 	authz       *authorizer     // ACL checks (authz.go)
@@ -129,8 +133,15 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
 	a.authz = newAuthorizer(cfg.Authz, store, a.log)
-	a.reqBudget = newByteBudget(cfg.requestBudget())
-	a.fetchBudget = newByteBudget(cfg.FetchBufferBytes)
+	a.reqBudget = newRequestBudget(cfg.requestBudget())
+	a.fetchBudget = budget.New(cfg.FetchBufferBytes, 0)
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_request_bytes_held",
+			Help: "Bytes of request frames read or being read and not yet released (within the request budget)."},
+			func() float64 { return float64(a.reqBudget.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_request_budget_waiters",
+			Help: "Connection readers waiting for request budget now."},
+			func() float64 { return float64(a.reqBudget.Waiting()) }))
 	return a
 }
 
@@ -266,8 +277,8 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.closing = true
 	a.connMu.Unlock()
 	close(a.stopping)
-	a.reqBudget.wake()
-	a.fetchBudget.wake()
+	a.reqBudget.Wake()
+	a.fetchBudget.Wake()
 	for _, l := range a.lns {
 		l.ln.Close()
 	}

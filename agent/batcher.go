@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"floe/agent/internal/budget"
 	"floe/internal/bufpool"
 	"floe/metadata"
 	"floe/storage"
@@ -106,7 +107,7 @@ type produceWaiter struct {
 	// frame is the request frame the batch aliases, released once the
 	// PUT of the batch's object has read it; nil if the batch owns its
 	// bytes.
-	frame *heldFrame
+	frame *budget.Frame
 }
 
 // produceBatch is one validated batch handed to the batcher.
@@ -127,7 +128,7 @@ type produceBatch struct {
 	marker        metadata.Marker
 	// frame, if set, is the request frame data aliases; add takes over a
 	// reference to it.
-	frame *heldFrame
+	frame *budget.Frame
 }
 
 // flush is one cut pending object on its way to the bucket and the store.
@@ -174,7 +175,7 @@ func closedChan() chan struct{} {
 func (b *batcher) start() {
 	// A reader waiting for request budget is the same backpressure as a
 	// produce waiting for buffer room.
-	b.a.reqBudget.onWait = b.a.metrics.backpressureWaits.Inc
+	b.a.reqBudget.OnWait(b.a.metrics.backpressureWaits.Inc)
 	go b.dispatch()
 }
 
@@ -195,7 +196,7 @@ func (b *batcher) add(topic metadata.TopicID, partition int32, pb produceBatch) 
 	if b.closed {
 		b.mu.Unlock()
 		if pb.frame != nil {
-			pb.frame.unref()
+			pb.frame.Unref()
 		}
 		return nil, errClosed
 	}
@@ -539,9 +540,9 @@ func (f *flush) releaseFrames(spoiled bool) {
 		for _, pw := range ws {
 			if pw.frame != nil {
 				if spoiled {
-					pw.frame.spoil()
+					pw.frame.Spoil()
 				}
-				pw.frame.unref()
+				pw.frame.Unref()
 				pw.frame = nil
 			}
 		}

@@ -16,26 +16,6 @@ import (
 	"floe/storage/mem"
 )
 
-func TestHeldFrameReleasedByLastReference(t *testing.T) {
-	budget := newByteBudget(1 << 20)
-	never := func() bool { return false }
-	if !budget.acquire(1000, never) {
-		t.Fatal("acquire refused")
-	}
-	h := newHeldFrame(budget, nil, make([]byte, 1000), 1000)
-	h.ref()
-	h.ref()
-	h.unref()
-	h.unref()
-	if budget.inUse() != 1000 {
-		t.Fatalf("in use %d with one reference left, want 1000", budget.inUse())
-	}
-	h.unref()
-	if budget.inUse() != 0 {
-		t.Fatalf("in use %d after the last reference, want 0", budget.inUse())
-	}
-}
-
 // TestAcksZeroFrameHeldUntilStored: an acks=0 produce is answered (with
 // nothing) at once, but its batch still aliases the request frame until
 // the PUT of its object has read it; the frame used to leave the request
@@ -82,7 +62,7 @@ func TestAcksZeroFrameHeldUntilStored(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting until %s (request budget in use: %d)", what, ta.reqBudget.inUse())
+				t.Fatalf("timed out waiting until %s (request budget in use: %d)", what, ta.reqBudget.InUse())
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -96,7 +76,7 @@ func TestAcksZeroFrameHeldUntilStored(t *testing.T) {
 	// Answered, not yet flushed: the frame (larger than its batch) is
 	// still charged.
 	time.Sleep(20 * time.Millisecond)
-	if got := ta.reqBudget.inUse(); got <= int64(len(batch)) {
+	if got := ta.reqBudget.InUse(); got <= int64(len(batch)) {
 		t.Fatalf("request budget holds %d bytes while an acks=0 batch of %d is pending, want its whole frame", got, len(batch))
 	}
 
@@ -104,13 +84,13 @@ func TestAcksZeroFrameHeldUntilStored(t *testing.T) {
 	// During the slow PUT the frame is still charged: the PUT reads the
 	// batch from it.
 	time.Sleep(100 * time.Millisecond)
-	if got, want := ta.reqBudget.inUse(), int64(len(frame)-4); got != want {
+	if got, want := ta.reqBudget.InUse(), int64(len(frame)-4); got != want {
 		t.Fatalf("request budget holds %d bytes during the PUT, want the frame's %d", got, want)
 	}
 	waitFor("the flush is done and the budget empty", func() bool {
 		ta.batcher.mu.Lock()
 		defer ta.batcher.mu.Unlock()
-		return ta.batcher.buffered == 0 && ta.reqBudget.inUse() == 0
+		return ta.batcher.buffered == 0 && ta.reqBudget.InUse() == 0
 	})
 }
 
@@ -158,7 +138,7 @@ func TestFailedPutSpoilsFrames(t *testing.T) {
 	if n := pooled(); n != 0 {
 		t.Fatalf("%d bytes of frames recycled after failed PUTs", n)
 	}
-	if n := ta.reqBudget.inUse(); n != 0 {
+	if n := ta.reqBudget.InUse(); n != 0 {
 		t.Fatalf("request budget holds %d bytes after the failed flushes", n)
 	}
 }

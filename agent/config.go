@@ -55,8 +55,9 @@ type Config struct {
 	// one budget bounds the memory the produce path holds.
 	RequestBufferBytes int64
 	// RequestReadTimeout bounds how long one request frame may take to
-	// arrive once its first byte has: a peer that announces a frame and
-	// trickles it is disconnected.
+	// arrive once its first byte has, time waiting for request budget
+	// included: a peer that announces a frame and trickles it is
+	// disconnected.
 	RequestReadTimeout time.Duration
 	// ConnectionsMaxIdle closes connections that sent no request for this
 	// long (Kafka's connections.max.idle.ms); 0 never closes them.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/budget"
 	"floe/internal/bufpool"
 	"floe/kafkaproto"
 )
@@ -87,7 +89,7 @@ type request struct {
 	req kmsg.Request
 	// frame is the request's frame; a produce takes a reference per batch
 	// it hands to the batcher (which aliases the frame).
-	frame *heldFrame
+	frame *budget.Frame
 	// prev and next are the turn of a Produce: wait on prev before
 	// enqueueing batches, close next once they are enqueued (or the
 	// request failed).
@@ -116,7 +118,7 @@ type answerParts interface {
 
 // inflight is a request whose answer the writer waits for.
 type inflight struct {
-	frame *heldFrame // the request's frame; the writer drops its reference once answered
+	frame *budget.Frame // the request's frame; the writer drops its reference once answered
 	hdr   kafkaproto.RequestHeader
 	done  chan struct{}
 	resp  kmsg.Response // nil: send nothing (acks=0 produce)
@@ -216,7 +218,7 @@ func (c *conn) readLoop() {
 		}
 		hdr, body, err := kafkaproto.ParseRequestHeader(frame)
 		if err != nil {
-			h.unref()
+			h.Unref()
 			c.log.Warn("closing connection: malformed request header", "err", err)
 			return
 		}
@@ -239,7 +241,7 @@ func (c *conn) readLoop() {
 		}
 		req, err := kafkaproto.DecodeRequest(hdr, body)
 		if err != nil {
-			h.unref()
+			h.Unref()
 			c.log.Warn("closing connection: malformed request", "api_key", hdr.APIKey, "version", hdr.APIVersion, "err", err)
 			return
 		}
@@ -299,17 +301,29 @@ var errIdle = errors.New("connection idle")
 // produce frame's first buffer is recycled too.
 const frameStart = 128 << 10
 
+// newRequestBudget splits the request budget: an eighth is the reserve of
+// small frames (whole frames of at most frameStart bytes), so that they are
+// read while large frames wait; the rest bounds large frames.
+func newRequestBudget(total int64) *budget.Budget {
+	reserve := total / 8
+	return budget.New(total-reserve, reserve)
+}
+
 // readFrame reads one size-prefixed request frame into a buffer charged to
 // the agent's request budget, as it arrives: a peer that announces a frame
 // larger than any it sent before and sends it slowly, or not at all, holds
 // only about what it sent (see frameStart), and the frame must be complete
-// within RequestReadTimeout of its first byte (not counting time spent
-// waiting for budget). Readers wait for budget (TCP backpressure) rather
-// than allocate beyond it. Before a frame begins, the connection may be
-// idle for ConnectionsMaxIdle. Produce frames, the big and frequent ones,
-// use recycled buffers; no other request is known not to keep references
-// into its frame after it is answered.
-func (c *conn) readFrame() (*heldFrame, []byte, error) {
+// within RequestReadTimeout of its first byte, time spent waiting for
+// budget included. Readers wait for budget (TCP backpressure) rather than
+// allocate beyond it; a waiting reader still notices its peer going away
+// (waitStop). Frames of at most frameStart bytes are small: they have a
+// reserve of the budget of their own, so a client's ApiVersions, Metadata
+// or SASL handshake is read while large frames wait (agent/internal/budget).
+// Before a frame begins, the connection may be idle for ConnectionsMaxIdle.
+// Produce frames, the big and frequent ones, use recycled buffers; no other
+// request is known not to keep references into its frame after it is
+// answered.
+func (c *conn) readFrame() (*budget.Frame, []byte, error) {
 	var sz [4]byte
 	if err := c.awaitFrame(); err != nil {
 		return nil, nil, err
@@ -348,31 +362,21 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 	if size > frameStart && br.Buffered() < size {
 		size = min(n, max(frameStart, br.Buffered(), c.maxFrame))
 	}
-	charged := int64(0)
-	budgetFor := func(size int) error {
-		t := time.Now()
-		if !c.a.reqBudget.grow(charged, int64(size)-charged, c.a.isClosing) {
-			return errStopped
-		}
-		charged = int64(size)
-		if waited := time.Since(t); waited > time.Millisecond {
-			readBy = readBy.Add(waited) // the agent's wait, not the peer's
-			c.setReadDeadline(readBy)
-		}
-		return nil
-	}
-	if err := budgetFor(size); err != nil {
+	claim := c.a.reqBudget.Claim(n <= frameStart)
+	read := 0
+	stop := c.waitStop(readBy, func() int { return n - read - br.Buffered() })
+	if err := claim.Grow(int64(size), stop); err != nil {
+		claim.Release()
 		return nil, nil, err
 	}
 	buf := alloc(size)
-	fail := func(err error) (*heldFrame, []byte, error) {
-		newHeldFrame(c.a.reqBudget, pool, buf, charged).unref()
+	fail := func(err error) (*budget.Frame, []byte, error) {
+		budget.NewFrame(claim, pool, buf).Unref()
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, nil, err
 	}
-	read := 0
 	for {
 		m, err := io.ReadFull(br, buf[read:])
 		read += m
@@ -384,7 +388,7 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 		}
 		// The buffer is full and more is coming: grow it.
 		grown := min(4*len(buf), n)
-		if err := budgetFor(grown); err != nil {
+		if err := claim.Grow(int64(grown-len(buf)), stop); err != nil {
 			return fail(err)
 		}
 		next := alloc(grown)
@@ -395,7 +399,30 @@ func (c *conn) readFrame() (*heldFrame, []byte, error) {
 		buf = next
 	}
 	c.maxFrame = max(c.maxFrame, n)
-	return newHeldFrame(c.a.reqBudget, pool, buf, charged), buf, nil
+	return budget.NewFrame(claim, pool, buf), buf, nil
+}
+
+// errFrameLate: a frame was not whole within RequestReadTimeout of its
+// first byte, while its reader waited for budget. A timeout, as when the
+// wait was for the peer.
+var errFrameLate = fmt.Errorf("frame incomplete at its deadline: %w", os.ErrDeadlineExceeded)
+
+// waitStop ends a reader's wait for budget: when the agent closes, at the
+// frame's deadline, or when the peer has closed and what it sent cannot
+// complete the frame (missing: bytes of the frame not yet in the read
+// buffer). Anything else goes on waiting.
+func (c *conn) waitStop(readBy time.Time, missing func() int) budget.Stop {
+	return func() error {
+		switch {
+		case c.a.isClosing():
+			return errStopped
+		case time.Now().After(readBy):
+			return errFrameLate
+		case peerGone(c.nc, missing()):
+			return io.ErrUnexpectedEOF
+		}
+		return nil
+	}
 }
 
 // awaitFrame waits for the first byte of the next frame. While nothing
@@ -614,7 +641,7 @@ func (c *conn) writeLoop() {
 		}
 		// The request no longer needs its frame once answered (produce
 		// batches still in the batcher hold their own references).
-		f.frame.unref()
+		f.frame.Unref()
 		c.lastWrite.Store(time.Now().UnixNano())
 		c.inFlight.Add(-1)
 		if bw == nil {

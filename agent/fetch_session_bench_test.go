@@ -49,7 +49,7 @@ func BenchmarkIdleFullFetch(b *testing.B) {
 				out := kafkaproto.AppendResponse(nil, hdr, resp)
 				respBytes = len(out)
 				ta.releaseFetchBuffers(resp.(*kmsg.FetchResponse))
-				ta.fetchBudget.release(r.fetchHeld)
+				ta.fetchBudget.Release(r.fetchHeld)
 			}
 			b.ReportMetric(float64(reqBytes), "req-bytes")
 			b.ReportMetric(float64(respBytes), "resp-bytes")

@@ -15,54 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestByteBudgetGrowersDoNotDeadlock: two frames, each partly read and
-// holding half the budget, both need more. Neither can release first, so
-// the oldest is let past the limit; once it is done the other goes on.
-func TestByteBudgetGrowersDoNotDeadlock(t *testing.T) {
-	b := newByteBudget(100)
-	never := func() bool { return false }
-	for range 2 {
-		if !b.acquire(50, never) {
-			t.Fatal("initial acquire")
-		}
-	}
-	first := make(chan struct{})
-	go func() {
-		b.grow(50, 50, never)
-		close(first)
-	}()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.growers) == 1 })
-	select {
-	case <-first:
-		t.Fatal("a grower went past the limit while a holder that is not waiting could still release")
-	case <-time.After(50 * time.Millisecond):
-	}
-	second := make(chan struct{})
-	go func() {
-		b.grow(50, 50, never)
-		close(second)
-	}()
-	select {
-	case <-first: // all held is waiting: the oldest goes on
-	case <-time.After(5 * time.Second):
-		t.Fatal("growers deadlocked")
-	}
-	select {
-	case <-second:
-		t.Fatal("second grower went on while the first holds 100 and is not waiting")
-	case <-time.After(50 * time.Millisecond):
-	}
-	b.release(100) // the first frame is done
-	select {
-	case <-second:
-	case <-time.After(5 * time.Second):
-		t.Fatal("second grower never went on")
-	}
-	if got := b.inUse(); got != 100 {
-		t.Fatalf("in use %d, want 100", got)
-	}
-}
-
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); {
@@ -135,9 +87,9 @@ func TestFrameClaimDoesNotStallOthers(t *testing.T) {
 					}
 				}()
 			}
-			waitFor(t, func() bool { return ta.reqBudget.inUse() > 0 }) // the claim is being read
+			waitFor(t, func() bool { return ta.reqBudget.InUse() > 0 }) // the claim is being read
 			produceAndFetch(t, ta, "others", 20)
-			if held := ta.reqBudget.inUse(); held > 2*frameStart {
+			if held := ta.reqBudget.InUse(); held > 2*frameStart {
 				t.Fatalf("a frame with 2 bytes of its body sent holds %d bytes of the request budget", held)
 			}
 		})
@@ -169,13 +121,13 @@ func TestFrameNoLargerThanSentTakesOneBuffer(t *testing.T) {
 	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("produce to an absent topic answered %+v", resp.Topics)
 	}
-	waitFor(t, func() bool { return ta.reqBudget.inUse() == 0 })
+	waitFor(t, func() bool { return ta.reqBudget.InUse() == 0 })
 	const next = 600 << 10
 	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, next), 0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return ta.reqBudget.inUse() > 0 })
-	if held := ta.reqBudget.inUse(); held != next {
+	waitFor(t, func() bool { return ta.reqBudget.InUse() > 0 })
+	if held := ta.reqBudget.InUse(); held != next {
 		t.Fatalf("a %d-byte frame after a larger one holds %d bytes, want all of it at once", next, held)
 	}
 }
@@ -192,7 +144,7 @@ func TestPartialFrameTimesOut(t *testing.T) {
 	defer c.Close()
 	c.Write(append(binary.BigEndian.AppendUint32(nil, 1<<20), 0, 18))
 	expectClosedBy(t, c, 10*time.Second)
-	waitFor(t, func() bool { return ta.reqBudget.inUse() == 0 })
+	waitFor(t, func() bool { return ta.reqBudget.InUse() == 0 })
 	if n := counterValue(t, ta.metrics.limitHits.WithLabelValues("request.read.timeout")); n != 1 {
 		t.Fatalf("request.read.timeout hits %v, want 1", n)
 	}
@@ -413,7 +365,7 @@ func TestFetchAnswerCapped(t *testing.T) {
 	if n := counterValue(t, ta.metrics.limitHits.WithLabelValues("fetch.max.bytes")); n != 2 {
 		t.Fatalf("fetch.max.bytes hits %v, want 2", n)
 	}
-	waitFor(t, func() bool { return ta.fetchBudget.inUse() == 0 })
+	waitFor(t, func() bool { return ta.fetchBudget.InUse() == 0 })
 }
 
 // TestFetchBudgetBoundsAnswers: concurrent consumers of more data than the
@@ -444,7 +396,7 @@ func TestFetchBudgetBoundsAnswers(t *testing.T) {
 				return
 			default:
 			}
-			peak = max(peak, ta.fetchBudget.inUse())
+			peak = max(peak, ta.fetchBudget.InUse())
 			time.Sleep(100 * time.Microsecond)
 		}
 	}()
@@ -484,5 +436,5 @@ func TestFetchBudgetBoundsAnswers(t *testing.T) {
 	if peak > budget+(256<<10) {
 		t.Fatalf("fetch budget peaked at %d, limit %d", peak, budget)
 	}
-	waitFor(t, func() bool { return ta.fetchBudget.inUse() == 0 })
+	waitFor(t, func() bool { return ta.fetchBudget.InUse() == 0 })
 }

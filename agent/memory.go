@@ -15,7 +15,7 @@ type MemoryBudget struct {
 
 // MemoryBudgets returns the budgets that bound what the agent holds, then
 // ProcessMemoryBudgets. The agent's own are each charged as the bytes
-// arrive or are made, released when the last reference goes (budget.go):
+// arrive or are made, released when the last reference goes (agent/internal/budget):
 //
 //   - request: request frames read and still referenced, which include
 //     every produced batch until its object is stored (batches alias their

@@ -95,7 +95,7 @@ func TestSmallBudgetsLoseNoAcknowledgedRecord(t *testing.T) {
 	if w := testutil.ToFloat64(ta.metrics.backpressureWaits); w == 0 {
 		t.Fatal("no producer waited for buffer room: the budgets were never full")
 	}
-	waitFor(t, func() bool { return ta.fetchBudget.inUse() == 0 })
+	waitFor(t, func() bool { return ta.fetchBudget.InUse() == 0 })
 	if got := ta.cache.Stats().Bytes; got > 256<<10 {
 		t.Fatalf("read cache holds %d bytes, over its 256 KiB", got)
 	}

@@ -49,7 +49,7 @@ func BenchmarkReadProduceFrame(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h.unref()
+			h.Unref()
 		}
 	})
 }

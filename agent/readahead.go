@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"floe/agent/internal/budget"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -52,7 +53,7 @@ type readAhead struct {
 	cacheBytes int64
 	entries    int   // per partition, ahead of the consumer
 	bytes      int64 // per partition, ahead of the consumer
-	budget     *byteBudget
+	budget     *budget.Budget
 	limit      int64 // the budget's size
 	workers    int
 	tasks      chan func(context.Context)
@@ -114,7 +115,7 @@ func newReadAhead(cfg Config, store metadata.Store, cache *storage.Cache, reg pr
 	r := &readAhead{
 		store: store, cache: cache, cacheBytes: cfg.CacheBytes,
 		entries: cfg.ReadAheadEntries, bytes: cfg.ReadAheadPartitionBytes,
-		budget: newByteBudget(cfg.ReadAheadBytes), limit: cfg.ReadAheadBytes,
+		budget: budget.New(cfg.ReadAheadBytes, 0), limit: cfg.ReadAheadBytes,
 		workers: cfg.ReadAheadConcurrency,
 		tasks:   make(chan func(context.Context), aheadQueue*cfg.ReadAheadConcurrency),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_read_ahead_skips_total",
@@ -124,7 +125,7 @@ func newReadAhead(cfg Config, store metadata.Store, cache *storage.Cache, reg pr
 	}
 	reg.MustRegister(r.skips, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_read_ahead_inflight_bytes",
 		Help: "Bytes of read-ahead GETs planned or running (within --read-ahead-bytes)."},
-		func() float64 { return float64(r.budget.inUse()) }))
+		func() float64 { return float64(r.budget.InUse()) }))
 	return r
 }
 
@@ -268,7 +269,7 @@ func (r *readAhead) queue(t func(context.Context)) bool {
 // ranges read ahead and not yet read (cached or on their way) over half
 // the read cache.
 func (r *readAhead) pressure(n int64) bool {
-	return (r.cache.Stats().AheadUnread+r.budget.inUse()+n)*2 > r.cacheBytes
+	return (r.cache.Stats().AheadUnread+r.budget.InUse()+n)*2 > r.cacheBytes
 }
 
 // plan looks up the index entries of k for stream st from offset from on (up to end,
@@ -300,15 +301,15 @@ func (r *readAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from,
 				r.skips.WithLabelValues("cache").Inc()
 				return
 			}
-			if n > r.limit || !r.budget.tryAcquire(n) {
+			if n > r.limit || !r.budget.TryTake(n) {
 				r.skips.WithLabelValues("budget").Inc()
 				return
 			}
 			if !r.queue(func(ctx context.Context) {
-				defer r.budget.release(n)
+				defer r.budget.Release(n)
 				_, _ = r.cache.Fill(ctx, e.ObjectKey, e.ByteOffset, n)
 			}) {
-				r.budget.release(n)
+				r.budget.Release(n)
 				return
 			}
 		}

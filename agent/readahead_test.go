@@ -126,9 +126,9 @@ func settle(t *testing.T, ta *testAgent) {
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for ta.ahead.budget.inUse() > 0 || len(ta.ahead.tasks) > 0 {
+	for ta.ahead.budget.InUse() > 0 || len(ta.ahead.tasks) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("read-ahead still holds %d bytes", ta.ahead.budget.inUse())
+			t.Fatalf("read-ahead still holds %d bytes", ta.ahead.budget.InUse())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -311,7 +311,7 @@ func TestReadAheadWithinBudget(t *testing.T) {
 	if got := testutilCounter(t, ta, "floe_agent_read_ahead_skips_total"); got < 1 {
 		t.Errorf("no read-ahead skipped for the budget")
 	}
-	if n := ta.ahead.budget.inUse(); n != 0 {
+	if n := ta.ahead.budget.InUse(); n != 0 {
 		t.Errorf("read-ahead still holds %d bytes of its budget", n)
 	}
 }

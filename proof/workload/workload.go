@@ -28,8 +28,9 @@ const (
 type Config struct {
 	// Brokers is the bootstrap address list.
 	Brokers []string
-	// TopicPrefix names the topics: prefix0, prefix1, …; they must exist,
-	// each with Partitions partitions.
+	// TopicPrefix names the topics: prefix0, prefix1, …, each with
+	// Partitions partitions. Run creates them when missing, and refuses to
+	// run (ErrNotFresh) when any holds records.
 	TopicPrefix string
 	Topics      int
 	Partitions  int
@@ -175,6 +176,9 @@ func Run(ctx context.Context, cfg Config) (history.History, error) {
 		cfg:  cfg,
 		keys: Keys{Prefix: cfg.TopicPrefix, Topics: cfg.Topics, Partitions: cfg.Partitions},
 		rec:  history.NewRecorder(),
+	}
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
 	}
 	cfg.Logger.Info("workload start", "seed", cfg.Seed, "workers", cfg.Workers, "keys", r.keys.Count(), "duration", cfg.Duration)
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)

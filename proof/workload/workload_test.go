@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -42,7 +43,7 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	}
 	defer goleak.VerifyNone(t)
 	const topics, partitions = 2, 3
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "floe-proof-0", "floe-proof-1"))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1)) // Run creates the topics
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +100,11 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	}
 	if res.Stats.OpsByType[history.Fail] == 0 {
 		t.Errorf("no aborted transaction in %v", res.Stats.OpsByType)
+	}
+
+	// The topics now hold records: a second run on them is refused.
+	cfg.Duration = time.Second
+	if _, err := Run(ctx, cfg); !errors.Is(err, ErrNotFresh) {
+		t.Fatalf("second run on used topics: %v", err)
 	}
 }

@@ -192,15 +192,37 @@ func (cx *ctx) addDiff(d Difference) {
 	cx.diffs = append(cx.diffs, d)
 }
 
-// declared lists the messages a scope declares, map entries left out as
-// Confluent's parsed text has none, with their index among them.
+// isGroup reports whether f is a proto2 group: Confluent's parser keeps
+// groups apart from fields and messages, and its diff never looks at them.
+func isGroup(f protoreflect.FieldDescriptor) bool {
+	return f.Kind() == protoreflect.GroupKind && f.ParentFile().Syntax() == protoreflect.Proto2
+}
+
+// isGroupBody reports whether m is the message behind a proto2 group.
+func isGroupBody(m protoreflect.MessageDescriptor) bool {
+	parent, ok := m.Parent().(protoreflect.MessageDescriptor)
+	if !ok {
+		return false
+	}
+	fields := parent.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if f := fields.Get(i); isGroup(f) && f.Message() == m {
+			return true
+		}
+	}
+	return false
+}
+
+// declared lists the messages a scope declares, map entries and group
+// bodies left out as Confluent's parsed text has neither, with their index
+// among them.
 func declared(msgs protoreflect.MessageDescriptors) (map[string]protoreflect.MessageDescriptor, map[string]int) {
 	byName := map[string]protoreflect.MessageDescriptor{}
 	index := map[string]int{}
 	n := 0
 	for i := 0; i < msgs.Len(); i++ {
 		m := msgs.Get(i)
-		if m.IsMapEntry() {
+		if m.IsMapEntry() || isGroupBody(m) {
 			continue
 		}
 		byName[string(m.Name())] = m
@@ -430,6 +452,9 @@ func (cx *ctx) compareFields(o, u protoreflect.MessageDescriptor) {
 	for _, n := range nums {
 		tag := strconv.Itoa(int(n))
 		ofd, ufd := of.ByNumber(n), uf.ByNumber(n)
+		if (ofd != nil && isGroup(ofd)) || (ufd != nil && isGroup(ufd)) {
+			continue
+		}
 		switch {
 		case ufd == nil:
 			if name := realOneof(ofd); name != "" {

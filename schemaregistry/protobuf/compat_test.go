@@ -132,6 +132,8 @@ func TestCompatibilityRules(t *testing.T) {
 			changes: []string{"FIELD_SCALAR_KIND_CHANGED #/M/1"}},
 		{name: "proto3 optional is no label change", original: p3 + "message M { int32 a = 1; }", update: p3 + "message M { optional int32 a = 1; }", compatible: true},
 		{name: "syntax change is no difference", original: p2 + "message M { optional int32 a = 1; }", update: p3 + "message M { int32 a = 1; }", compatible: true},
+		{name: "proto2 groups are not looked at", original: p2 + "message M { optional group G = 1 { optional int32 a = 2; } }",
+			update: p2 + "message M { optional group H = 1 { optional string b = 2; } }", compatible: true},
 		{name: "recursive message", original: p3 + "message M { M next = 1; int32 v = 2; }", update: p3 + "message M { M next = 1; int64 v = 2; }", compatible: true},
 		{name: "map value message changed in reference",
 			original:     p3 + "import \"dep.proto\"; message M { map<string, d.V> f = 1; }",

@@ -115,9 +115,17 @@ func (f protobufFormat) Compatible(reader, writer format.Schema) []string {
 	return CompatibleAs(reader, writer, "new", "old")
 }
 
+// CompatibleAs is the format's CompatibleAs, for callers holding a
+// format.Format: they reach it through an interface of their own.
+func (f protobufFormat) CompatibleAs(reader, writer format.Schema, readerRole, writerRole string) []string {
+	return CompatibleAs(reader, writer, readerRole, writerRole)
+}
+
 // CompatibleAs is Compatible with the schemas' roles named as Confluent's
-// message should name them: a FORWARD check, which asks whether the old
-// schema reads the new one's data, is CompatibleAs(old, new, "old", "new").
+// message names them (its SchemaValidatorBuilder): a FORWARD check, which
+// asks whether the old schema reads the new one's data, is
+// CompatibleAs(old, new, "old", "new"); FULL is that followed by the
+// BACKWARD check.
 func CompatibleAs(reader, writer format.Schema, readerRole, writerRole string) []string {
 	r, ok1 := reader.(*Schema)
 	w, ok2 := writer.(*Schema)

@@ -157,7 +157,9 @@ func TestCompatibleMessages(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("backward:\n got %q\nwant %q", got, want)
 	}
-	got = CompatibleAs(o, u, "old", "new")
+	got = New().(interface {
+		CompatibleAs(reader, writer format.Schema, readerRole, writerRole string) []string
+	}).CompatibleAs(o, u, "old", "new")
 	want = []string{`{errorType:"FIELD_KIND_CHANGED", description:"The type of a field at path '#/M/1' in the old schema does not match the new schema"}`}
 	if !slices.Equal(got, want) {
 		t.Errorf("forward:\n got %q\nwant %q", got, want)

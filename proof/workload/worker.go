@@ -77,6 +77,9 @@ func (w *worker) open() error {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.FetchMaxWait(r.cfg.PollWait),
+		// A record in flight is not failed by its context; this bounds how
+		// long a send can wait past OpTimeout before its outcome is unknown.
+		kgo.RecordDeliveryTimeout(r.cfg.OpTimeout),
 	}
 	o := history.Op{Process: w.pid, Type: history.OK, Invoke: r.rec.Now()}
 	switch w.kind {

@@ -27,10 +27,6 @@ func New() Format { return Format{} }
 // Type implements format.Format.
 func (Format) Type() string { return format.Avro }
 
-// decoder reads payloads: bytes and strings up to what a Kafka record can
-// hold (hamba's default stops at 1 MiB).
-var decoder = havro.Config{MaxByteSliceSize: 1 << 30}.Freeze()
-
 // Schema is a parsed Avro schema.
 type Schema struct {
 	parsed     havro.Schema
@@ -49,18 +45,16 @@ func (s *Schema) Normalized() string { return s.normalized }
 // Avro returns the hamba schema, references resolved.
 func (s *Schema) Avro() havro.Schema { return s.parsed }
 
-// Validate implements format.Schema: the payload must decode with the
-// schema and leave no byte unread.
+// Validate implements format.Schema: the payload must be one value of
+// the schema (validate.go's walk over the binary encoding) and nothing
+// after it.
 func (s *Schema) Validate(_ []int, payload []byte) error {
-	r := havro.NewReader(nil, 0, havro.WithReaderConfig(decoder))
-	r.Reset(payload)
-	var v any
-	r.ReadVal(s.parsed, &v)
-	if r.Error != nil {
-		return fmt.Errorf("avro payload does not decode: %w", r.Error)
+	w := walker{b: payload}
+	if err := w.value(s.parsed, 0); err != nil {
+		return fmt.Errorf("avro payload does not decode: %w", err)
 	}
-	if r.Peek(); r.Error == nil {
-		return errors.New("avro payload has bytes after its value")
+	if w.off != len(payload) {
+		return fmt.Errorf("avro payload has %d bytes after its value", len(payload)-w.off)
 	}
 	return nil
 }

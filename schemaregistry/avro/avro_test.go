@@ -1,8 +1,11 @@
 package avro
 
 import (
+	"bytes"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	havro "github.com/hamba/avro/v2"
 
@@ -139,4 +142,67 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate(%s) passed", name)
 		}
 	}
+}
+
+func TestValidateRefuses(t *testing.T) {
+	recursive := Must(Format{}.Parse(`{"type":"record","name":"N","fields":[{"name":"next","type":["null","N"]}]}`, nil))
+	deep := append(bytes.Repeat([]byte{2}, 1<<20), 0)
+	start := time.Now()
+	if err := recursive.Validate(nil, deep); err == nil || time.Since(start) > time.Second {
+		t.Fatalf("1 MiB of nesting: %v after %v", err, time.Since(start))
+	}
+	if err := recursive.Validate(nil, []byte{2, 2, 0}); err != nil {
+		t.Fatalf("three levels: %v", err)
+	}
+	for _, tc := range []struct {
+		schema  string
+		payload []byte
+	}{
+		{`{"type":"enum","name":"E","symbols":["A","B"]}`, []byte{4}},
+		{`["null","int"]`, []byte{4}},
+		{`"boolean"`, []byte{2}},
+		{`"int"`, []byte{0xff, 0xff, 0xff, 0xff, 0x1f}},
+		{`{"type":"array","items":"null"}`, []byte{0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+		{`{"type":"map","values":"int"}`, []byte{2, 10, 'a'}},
+		{`{"type":"fixed","name":"F","size":4}`, []byte{1, 2, 3}},
+		{`"string"`, []byte{1}},
+	} {
+		s := Must(Format{}.Parse(tc.schema, nil))
+		if err := s.Validate(nil, tc.payload); err == nil {
+			t.Errorf("Validate(%s, % x) passed", tc.schema, tc.payload)
+		}
+	}
+}
+
+// FuzzValidate: what the walk accepts, hamba's decoder decodes. (The
+// other way round hamba's generic decoder is no oracle: it allocates what
+// a block count claims, and runs out of memory.)
+func FuzzValidate(f *testing.F) {
+	schemas := []string{
+		`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":["null","string",{"type":"array","items":"long"}]},` +
+			`{"name":"c","type":{"type":"map","values":{"type":"enum","name":"E","symbols":["X","Y"]}}},{"name":"d","type":"boolean"},` +
+			`{"name":"e","type":{"type":"fixed","name":"F","size":2}},{"name":"f","type":"double"},{"name":"g","type":"bytes"}]}`,
+		`{"type":"record","name":"N","fields":[{"name":"v","type":"float"},{"name":"next","type":["null","N"]}]}`,
+	}
+	f.Add(0, []byte{2, 0, 0, 0, 1, 'a', 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(1, []byte{0, 0, 0, 0, 2, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, which int, payload []byte) {
+		s := Must(Format{}.Parse(schemas[uint(which)%uint(len(schemas))], nil)).(*Schema)
+		if s.Validate(nil, payload) != nil {
+			return
+		}
+		r := havro.NewReader(nil, 0)
+		r.Reset(payload)
+		var v any
+		r.ReadVal(s.Avro(), &v)
+		theirs := r.Error
+		if theirs == nil {
+			if r.Peek(); r.Error == nil {
+				theirs = errors.New("trailing bytes")
+			}
+		}
+		if theirs != nil {
+			t.Fatalf("% x: the walk accepts it, hamba: %v", payload, theirs)
+		}
+	})
 }

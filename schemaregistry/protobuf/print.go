@@ -110,7 +110,7 @@ func printFile(s *Schema, src source, normalize, ignoreExt bool) string {
 			b.WriteString("import public \"" + d + "\";\n")
 		}
 	}
-	if opts := p.options(f.GetOptions().GetUninterpretedOption()); len(opts) > 0 {
+	if opts := p.optionsOf(f.GetOptions()); len(opts) > 0 {
 		b.WriteString("\n")
 		for _, o := range opts {
 			b.WriteString("option " + o + ";\n")
@@ -181,7 +181,7 @@ func (p *printer) message(m *descriptorpb.DescriptorProto, lm protoreflect.Messa
 			indent(&b, line)
 		}
 	}
-	if opts := p.options(m.GetOptions().GetUninterpretedOption()); len(opts) > 0 {
+	if opts := p.optionsOf(m.GetOptions()); len(opts) > 0 {
 		b.WriteString("\n")
 		for _, o := range opts {
 			indent(&b, "option "+o+";")
@@ -231,7 +231,7 @@ func (p *printer) message(m *descriptorpb.DescriptorProto, lm protoreflect.Messa
 		for _, o := range ones {
 			var ob strings.Builder
 			ob.WriteString("oneof " + o.decl.GetName() + " {")
-			if opts := p.options(o.decl.GetOptions().GetUninterpretedOption()); len(opts) > 0 {
+			if opts := p.optionsOf(o.decl.GetOptions()); len(opts) > 0 {
 				ob.WriteString("\n")
 				for _, op := range opts {
 					indent(&ob, "option "+op+";")
@@ -366,7 +366,7 @@ func (p *printer) field(m *descriptorpb.DescriptorProto, f *descriptorpb.FieldDe
 		b.WriteString(p.typeText(f, lf))
 	}
 	b.WriteString(" " + f.GetName() + " = " + strconv.Itoa(int(f.GetNumber())))
-	b.WriteString(p.fieldOptions(f.GetOptions().GetUninterpretedOption()))
+	b.WriteString(p.fieldOptions(f.GetOptions(), f))
 	b.WriteString(";")
 	return b.String()
 }
@@ -398,9 +398,14 @@ func (p *printer) group(m *descriptorpb.DescriptorProto, g *descriptorpb.FieldDe
 	return b.String()
 }
 
-// fieldOptions prints a field's bracketed options: one on the line, several
-// one per line. default and json_name go last, as Confluent adds them.
-func (p *printer) fieldOptions(uos []*descriptorpb.UninterpretedOption) string {
+// fieldOptions prints a field's (or enum value's, f nil) bracketed
+// options: one on the line, several one per line. default and json_name go
+// last, as Confluent adds them.
+func (p *printer) fieldOptions(o optionsMsg, f *descriptorpb.FieldDescriptorProto) string {
+	uos := o.GetUninterpretedOption()
+	if p.res == nil && len(uos) == 0 {
+		return bracketed(append(p.descOptions(o), p.fieldSpecials(f)...))
+	}
 	var special, rest []*descriptorpb.UninterpretedOption
 	for _, uo := range uos {
 		if n := optionName(uo); n == "default" || n == "json_name" {
@@ -523,7 +528,7 @@ func (p *printer) enum(e *descriptorpb.EnumDescriptorProto) string {
 			indent(&b, l)
 		}
 	}
-	opts := p.options(e.GetOptions().GetUninterpretedOption())
+	opts := p.optionsOf(e.GetOptions())
 	if len(reserved) == 0 && (len(opts) > 0 || len(e.Value) > 0) {
 		b.WriteString("\n")
 	}
@@ -537,7 +542,7 @@ func (p *printer) enum(e *descriptorpb.EnumDescriptorProto) string {
 		})
 	}
 	for _, v := range values {
-		indent(&b, v.GetName()+" = "+strconv.Itoa(int(v.GetNumber()))+p.fieldOptions(v.GetOptions().GetUninterpretedOption())+";")
+		indent(&b, v.GetName()+" = "+strconv.Itoa(int(v.GetNumber()))+p.fieldOptions(v.GetOptions(), nil)+";")
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -576,7 +581,7 @@ func (p *printer) extends(exts []*descriptorpb.FieldDescriptorProto, linked prot
 			groups = append(groups, g)
 		}
 		line := p.label(f, false) + p.typeText(f, lf) + " " + f.GetName() + " = " + strconv.Itoa(int(f.GetNumber())) +
-			p.fieldOptions(f.GetOptions().GetUninterpretedOption()) + ";"
+			p.fieldOptions(f.GetOptions(), f) + ";"
 		g.fields = append(g.fields, line)
 		g.nums = append(g.nums, f.GetNumber())
 	}
@@ -605,7 +610,7 @@ func (p *printer) service(sv *descriptorpb.ServiceDescriptorProto) string {
 	defer p.enter(sv.GetName())()
 	var b strings.Builder
 	b.WriteString("service " + sv.GetName() + " {")
-	if opts := p.options(sv.GetOptions().GetUninterpretedOption()); len(opts) > 0 {
+	if opts := p.optionsOf(sv.GetOptions()); len(opts) > 0 {
 		b.WriteString("\n")
 		for _, o := range opts {
 			indent(&b, "option "+o+";")
@@ -631,7 +636,7 @@ func (p *printer) service(sv *descriptorpb.ServiceDescriptorProto) string {
 				rb.WriteString("stream ")
 			}
 			rb.WriteString(out + ")")
-			if opts := p.options(m.GetOptions().GetUninterpretedOption()); len(opts) > 0 {
+			if opts := p.optionsOf(m.GetOptions()); len(opts) > 0 {
 				rb.WriteString(" {\n")
 				for _, o := range opts {
 					indent(&rb, "option "+o+";")

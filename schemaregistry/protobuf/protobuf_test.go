@@ -443,3 +443,49 @@ message M {
 		t.Error("ignore_extensions differs for a schema without extensions")
 	}
 }
+
+// TestSerializedOptions: a serialized schema's options, interpreted by
+// whoever compiled it, print back, custom ones by their full names.
+func TestSerializedOptions(t *testing.T) {
+	s := mustParse(t, `syntax = "proto3"; package p;
+import "confluent/meta.proto";
+option java_package = "com.p";
+message M {
+  option (confluent.message_meta).doc = "m";
+  int32 a = 1 [deprecated = true, json_name = "A"];
+  repeated int32 b = 2 [packed = false];
+}
+enum E { option allow_alias = true; Z = 0; Y = 0 [deprecated = true]; }`, nil)
+	raw, err := proto.Marshal(protodesc.ToFileDescriptorProto(s.Descriptor()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mustParse(t, base64.StdEncoding.EncodeToString(raw), nil).Canonical()
+	want := `syntax = "proto3";
+package p;
+
+import "confluent/meta.proto";
+
+option java_package = "com.p";
+
+message M {
+  option (confluent.message_meta) = {
+    doc: "m"
+  };
+
+  int32 a = 1 [
+    deprecated = true,
+    json_name = "A"
+  ];
+  repeated int32 b = 2 [packed = false];
+}
+enum E {
+  option allow_alias = true;
+  Z = 0;
+  Y = 0 [deprecated = true];
+}
+`
+	if got != want {
+		t.Errorf("serialized Canonical:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -427,7 +427,7 @@ func (a *analysis) cycles(stats *Stats) {
 					low = j
 				}
 			}
-			steps = append(steps[low:], steps[:low]...)
+			steps = slices.Concat(steps[low:], steps[:low])
 			ops := make([]int, len(steps))
 			for j, st := range steps {
 				ops[j] = st.From

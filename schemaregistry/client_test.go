@@ -344,6 +344,10 @@ func TestOtherFormats(t *testing.T) {
 	if text, err := cl.SchemaTextByID(ctx, pb.ID); err != nil || text != pb.Schema.Schema {
 		t.Fatalf("SchemaTextByID(protobuf): %q %v", text, err)
 	}
+	serialized, err := cl.SchemaByID(sr.WithParams(ctx, sr.Format("serialized")), pb.ID)
+	if err != nil || serialized.Schema == pb.Schema.Schema || serialized.Schema == "" {
+		t.Fatalf("SchemaByID(format=serialized): %q %v", serialized.Schema, err)
+	}
 	if found, err := cl.LookupSchema(ctx, "p", pb.Schema); err != nil || found.ID != pb.ID {
 		t.Fatalf("LookupSchema(protobuf): %+v %v", found, err)
 	}

@@ -80,7 +80,7 @@ func (s *Server) getSchemaByID(ctx context.Context, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	out := schemaStringJSON{SchemaType: p.rec.Type, Schema: p.rec.Schema, References: toRefs(p.rec.References),
+	out := schemaStringJSON{SchemaType: p.rec.Type, Schema: schemaText(r, p), References: toRefs(p.rec.References),
 		Metadata: rawOrNil(p.rec.Metadata), RuleSet: rawOrNil(p.rec.RuleSet)}
 	if queryBool(r, "fetchMaxId") {
 		if out.MaxID, err = s.store.Schemas().MaxSchemaID(ctx); err != nil {
@@ -99,13 +99,31 @@ func (s *Server) getRawSchemaByID(ctx context.Context, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return rawSchema(p), nil
+	return rawSchema(r, p), nil
+}
+
+// formatter is what a format's parsed schema may also do: print itself
+// as ?format= asks (Protobuf's "serialized" and "ignore_extensions",
+// Avro's "resolved").
+type formatter interface {
+	Formatted(format string) string
+}
+
+// schemaText is the text of p an answer carries: as stored, or as the
+// request's format parameter asks for it.
+func schemaText(r *http.Request, p *parsedSchema) string {
+	if f := r.URL.Query().Get("format"); f != "" {
+		if fm, ok := p.parsed.(formatter); ok {
+			return fm.Formatted(f)
+		}
+	}
+	return p.rec.Schema
 }
 
 // rawSchema is a schema's text as the answer's body, as Confluent's
 // …/schema endpoints give it (a Java String through Jersey's text
 // writer): the text as it is, a Protobuf schema's too.
-func rawSchema(p *parsedSchema) any { return rawJSON(p.rec.Schema) }
+func rawSchema(r *http.Request, p *parsedSchema) any { return rawJSON(schemaText(r, p)) }
 
 func (s *Server) versionsByID(ctx context.Context, r *http.Request) ([]metadata.SubjectVersion, error) {
 	id, err := idParam(r)
@@ -209,7 +227,9 @@ func (s *Server) getSchemas(ctx context.Context, r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, subjectSchema(v, p.rec))
+		sj := subjectSchema(v, p.rec)
+		sj.Schema = schemaText(r, p)
+		out = append(out, sj)
 	}
 	return out, nil
 }
@@ -316,7 +336,9 @@ func (s *Server) getVersion(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return subjectSchema(v, p.rec), nil
+	sj := subjectSchema(v, p.rec)
+	sj.Schema = schemaText(r, p)
+	return sj, nil
 }
 
 func (s *Server) getRawVersion(ctx context.Context, r *http.Request) (any, error) {
@@ -328,7 +350,7 @@ func (s *Server) getRawVersion(ctx context.Context, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return rawSchema(p), nil
+	return rawSchema(r, p), nil
 }
 
 // getReferencedBy is …/versions/{version}/referencedby: the ids of the

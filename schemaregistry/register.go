@@ -461,7 +461,9 @@ func (s *Server) lookup(ctx context.Context, r *http.Request) (any, error) {
 			return nil, err
 		}
 		if c.matches(p, normalize) {
-			return subjectSchema(vs[i], p.rec), nil
+			sj := subjectSchema(vs[i], p.rec)
+			sj.Schema = schemaText(r, p)
+			return sj, nil
 		}
 	}
 	return nil, errSchemaNotFound()

@@ -154,6 +154,10 @@ func TestHTTPReferences(t *testing.T) {
 	ts.expect(t, "POST", "/subjects/user/versions", withRef(1), 200,
 		`{"version":1,"id":2,"schemaType":"AVRO","references":[{"name":"com.ex.Addr","subject":"addr","version":1}],"schema":`+q(user)+`}`)
 	ts.expect(t, "GET", "/subjects/addr/versions/1/referencedby", "", 200, `[2]`)
+	resolved := `{"type":"record","name":"User","namespace":"com.ex","fields":[{"name":"addr","type":{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"}]}}]}`
+	ts.expect(t, "GET", "/schemas/ids/2/schema?format=resolved", "", 200, resolved)
+	ts.expect(t, "GET", "/subjects/user/versions/1?format=resolved", "", 200,
+		`{"subject":"user","version":1,"id":2,"schemaType":"AVRO","references":[{"name":"com.ex.Addr","subject":"addr","version":1}],"schema":`+q(resolved)+`}`)
 	ts.expect(t, "GET", "/subjects/user/versions/1/referencedby", "", 200, `[]`)
 	ts.expect(t, "GET", "/subjects/nosuch/versions/1/referencedby", "", 404, `{"error_code":40401,"message":"Subject 'nosuch' not found."}`)
 	ts.expect(t, "GET", "/subjects/addr/versions/7/referencedby", "", 404, `{"error_code":40402,"message":"Version 7 not found."}`)

@@ -32,6 +32,7 @@ type Schema struct {
 	parsed     havro.Schema
 	canonical  string
 	normalized string
+	resolved   string // canonical with referenced types inlined
 }
 
 var _ format.Schema = (*Schema)(nil)
@@ -41,6 +42,16 @@ func (s *Schema) Canonical() string { return s.canonical }
 
 // Normalized implements format.Schema.
 func (s *Schema) Normalized() string { return s.normalized }
+
+// Formatted is the schema as ?format= asks for it: "resolved" with the
+// referenced types defined inline (Java's toString without references),
+// anything else the canonical form, as Confluent's formattedString.
+func (s *Schema) Formatted(format string) string {
+	if strings.EqualFold(strings.TrimSpace(format), "resolved") {
+		return s.resolved
+	}
+	return s.canonical
+}
 
 // Avro returns the hamba schema, references resolved.
 func (s *Schema) Avro() havro.Schema { return s.parsed }
@@ -72,7 +83,8 @@ func (Format) Parse(schema string, refs []format.Reference) (sc format.Schema, e
 	cache := &havro.SchemaCache{}
 	var refNames []string
 	seen := map[string]bool{}
-	if err := addRefs(cache, refs, seen, &refNames, 0); err != nil {
+	defs := map[string]node{}
+	if err := addRefs(cache, refs, seen, &refNames, defs, 0); err != nil {
 		return nil, err
 	}
 	root, err := parseJSON(schema)
@@ -89,11 +101,16 @@ func (Format) Parse(schema string, refs []format.Reference) (sc format.Schema, e
 	if err != nil {
 		return nil, invalid(err)
 	}
-	return &Schema{
+	out := &Schema{
 		parsed:     parsed,
-		canonical:  canonical(root),
+		canonical:  canonical(root, nil),
 		normalized: normalized(root, refNames),
-	}, nil
+	}
+	out.resolved = out.canonical
+	if len(defs) > 0 {
+		out.resolved = canonical(root, defs)
+	}
+	return out, nil
 }
 
 // lowerOrders lowercases the order of fields: Java's parser takes
@@ -128,7 +145,7 @@ func invalid(err error) error {
 // maxRefDepth bounds how deep references may nest.
 const maxRefDepth = 64
 
-func addRefs(cache *havro.SchemaCache, refs []format.Reference, seen map[string]bool, names *[]string, depth int) error {
+func addRefs(cache *havro.SchemaCache, refs []format.Reference, seen map[string]bool, names *[]string, defs map[string]node, depth int) error {
 	if depth > maxRefDepth {
 		return invalid(errors.New("references nested too deeply"))
 	}
@@ -138,7 +155,7 @@ func addRefs(cache *havro.SchemaCache, refs []format.Reference, seen map[string]
 			continue
 		}
 		seen[key] = true
-		if err := addRefs(cache, ref.References, seen, names, depth+1); err != nil {
+		if err := addRefs(cache, ref.References, seen, names, defs, depth+1); err != nil {
 			return err
 		}
 		root, err := parseJSON(ref.Schema)
@@ -151,6 +168,7 @@ func addRefs(cache *havro.SchemaCache, refs []format.Reference, seen map[string]
 		if root.kind == 'o' {
 			*names = append(*names, definedName(root, ""))
 		}
+		collectDefs(root, "", defs)
 	}
 	return nil
 }

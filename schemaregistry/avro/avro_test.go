@@ -88,6 +88,17 @@ func TestReferences(t *testing.T) {
 	if got, want := s.Normalized(), `{"name":"com.ex.User","type":"record","fields":[{"name":"a","type":"com.ex.Addr","order":"ASCENDING"},{"name":"b","type":"com.ex.Addr","order":"ASCENDING"}]}`; got != want {
 		t.Fatalf("Normalized\n got %s\nwant %s", got, want)
 	}
+	resolved := `{"type":"record","name":"User","namespace":"com.ex","fields":[{"name":"a","type":{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"}]}},{"name":"b","type":"Addr"}]}`
+	if got := s.(*Schema).Formatted("resolved"); got != resolved {
+		t.Fatalf("Formatted(resolved)\n got %s\nwant %s", got, resolved)
+	}
+	if got := s.(*Schema).Formatted("default"); got != s.Canonical() {
+		t.Fatalf("Formatted(default) = %s", got)
+	}
+	// The resolved form parses alone, to the same schema.
+	if again, err := (Format{}).Parse(resolved, nil); err != nil || again.Canonical() != resolved {
+		t.Fatalf("Parse(resolved): %v", err)
+	}
 	if _, err := (Format{}).Parse(`{"type":"record","name":"User","fields":[{"name":"a","type":"com.ex.Addr"}]}`, nil); err == nil {
 		t.Fatal("a schema naming an unknown type parsed")
 	}

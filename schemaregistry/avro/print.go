@@ -85,20 +85,40 @@ func props(b *bytes.Buffer, n node, reserved []string, extra ...string) {
 	}
 }
 
-func canonical(n node) string {
-	var b bytes.Buffer
-	printCanonical(&b, n, "")
-	return b.String()
+// canonical prints n as Java's Schema.toString. With defs (the named
+// types of the references, by full name) it prints Confluent's "resolved"
+// format: a referenced type's definition where it is first used.
+func canonical(n node, defs map[string]node) string {
+	p := printer{defs: defs, done: map[string]bool{}}
+	p.print(n, "")
+	return p.b.String()
 }
 
-func printCanonical(b *bytes.Buffer, n node, space string) {
+type printer struct {
+	b    bytes.Buffer
+	defs map[string]node
+	done map[string]bool
+}
+
+// ref prints a reference to the named type full, or its definition when
+// it is a referenced type not printed yet.
+func (p *printer) ref(full, space string) {
+	if def, ok := p.defs[full]; ok && !p.done[full] {
+		p.print(def, space)
+		return
+	}
+	writeString(&p.b, qualified(full, space))
+}
+
+func (p *printer) print(n node, space string) {
+	b := &p.b
 	switch n.kind {
 	case 's':
 		if primitives[n.str] {
 			writeString(b, n.str)
 			return
 		}
-		writeString(b, qualified(fullName(n.str, space), space))
+		p.ref(fullName(n.str, space), space)
 		return
 	case 'a':
 		b.WriteByte('[')
@@ -106,7 +126,7 @@ func printCanonical(b *bytes.Buffer, n node, space string) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			printCanonical(b, v, space)
+			p.print(v, space)
 		}
 		b.WriteByte(']')
 		return
@@ -117,13 +137,14 @@ func printCanonical(b *bytes.Buffer, n node, space string) {
 	}
 	tv, _ := n.get("type")
 	if tv.kind != 's' {
-		printCanonical(b, tv, space)
+		p.print(tv, space)
 		return
 	}
 	t := tv.str
 	switch t {
 	case "record", "error", "enum", "fixed":
 		full := definedName(n, space)
+		p.done[full] = true
 		ns, name := splitName(full)
 		b.WriteString(`{"type":`)
 		writeString(b, t)
@@ -159,7 +180,7 @@ func printCanonical(b *bytes.Buffer, n node, space string) {
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				printField(b, f, ns)
+				p.field(f, ns)
 			}
 			b.WriteByte(']')
 			props(b, n, schemaReserved)
@@ -184,13 +205,13 @@ func printCanonical(b *bytes.Buffer, n node, space string) {
 		writeString(b, t)
 		b.WriteString(`,"` + key + `":`)
 		child, _ := n.get(key)
-		printCanonical(b, child, space)
+		p.print(child, space)
 		props(b, n, schemaReserved)
 		b.WriteByte('}')
 	default:
 		if !primitives[t] {
 			// {"type":"com.example.Named"}: a reference.
-			writeString(b, qualified(fullName(t, space), space))
+			p.ref(fullName(t, space), space)
 			return
 		}
 		if len(n.obj) == 1 {
@@ -204,13 +225,14 @@ func printCanonical(b *bytes.Buffer, n node, space string) {
 	}
 }
 
-func printField(b *bytes.Buffer, f node, space string) {
+func (p *printer) field(f node, space string) {
+	b := &p.b
 	name, _ := f.getString("name")
 	b.WriteString(`{"name":`)
 	writeString(b, name)
 	b.WriteString(`,"type":`)
 	t, _ := f.get("type")
-	printCanonical(b, t, space)
+	p.print(t, space)
 	if doc, ok := f.get("doc"); ok && doc.kind == 's' {
 		b.WriteString(`,"doc":`)
 		writeString(b, doc.str)
@@ -274,6 +296,49 @@ func (z *normalizer) sortedStrings(key string, n node, space string) {
 		writeString(&z.b, a)
 	}
 	z.b.WriteByte(']')
+}
+
+// collectDefs adds the named types n defines to defs, by full name, each
+// with its full name as its name, so that it prints the same anywhere.
+func collectDefs(n node, space string, defs map[string]node) {
+	switch n.kind {
+	case 'a':
+		for _, v := range n.arr {
+			collectDefs(v, space, defs)
+		}
+		return
+	case 'o':
+	default:
+		return
+	}
+	t, _ := n.getString("type")
+	switch t {
+	case "record", "error", "enum", "fixed":
+		full := definedName(n, space)
+		def := node{kind: 'o', obj: slices.Clone(n.obj)}
+		for i := range def.obj {
+			if def.obj[i].key == "name" {
+				def.obj[i].val = node{kind: 's', str: full}
+			}
+		}
+		defs[full] = def
+		ns, _ := splitName(full)
+		fields, _ := n.get("fields")
+		for _, f := range fields.arr {
+			ft, _ := f.get("type")
+			collectDefs(ft, ns, defs)
+		}
+	case "array":
+		items, _ := n.get("items")
+		collectDefs(items, space, defs)
+	case "map":
+		values, _ := n.get("values")
+		collectDefs(values, space, defs)
+	default:
+		if tv, ok := n.get("type"); ok && tv.kind != 's' {
+			collectDefs(tv, space, defs)
+		}
+	}
 }
 
 var logicalKeys = []string{"logicalType", "precision", "scale"}

@@ -364,6 +364,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("message {", []byte{})
 	for _, ex := range confluentPrintExamples {
 		f.Add(ex.schema, []byte{})
+		if s, err := New().Parse(ex.schema, nil); err == nil {
+			f.Add(s.(*Schema).Formatted("serialized"), []byte{})
+		}
 	}
 	for _, ex := range confluentDiffExamples[:10] {
 		f.Add(ex.update, []byte{8, 1})

@@ -137,6 +137,17 @@ func TestHTTPFlow(t *testing.T) {
 	// the schema keeps its id.
 	ts.expect(t, "POST", "/subjects/s/versions", body(recV2), 200,
 		`{"version":1,"id":3,"schemaType":"AVRO","schema":`+q(recV2)+`}`)
+
+	// normalize=true registers the normalized form; the same schema
+	// written otherwise finds it, normalized or not.
+	n := `{"namespace":"x","type":"record","name":"N","fields":[{"type":"int","name":"a"}]}`
+	nNorm := `{"name":"x.N","type":"record","fields":[{"name":"a","type":"int","order":"ASCENDING"}]}`
+	ts.expect(t, "POST", "/subjects/n/versions?normalize=true", body(n), 200,
+		`{"version":1,"id":5,"schemaType":"AVRO","schema":`+q(nNorm)+`}`)
+	ts.expect(t, "POST", "/subjects/n/versions", body(n), 200,
+		`{"version":1,"id":5,"schemaType":"AVRO","schema":`+q(nNorm)+`}`)
+	ts.expect(t, "POST", "/subjects/n?normalize=true", body(`{"type":"record","name":"x.N","fields":[{"name":"a","type":"int"}]}`), 200,
+		`{"subject":"n","version":1,"id":5,"schemaType":"AVRO","schema":`+q(nNorm)+`}`)
 }
 
 func TestHTTPReferences(t *testing.T) {

@@ -299,7 +299,7 @@ func (s *Server) registerTx(ctx context.Context, w metadata.SchemaWriter, subjec
 			if err != nil {
 				return schemaJSON{}, err
 			}
-			if p.rec.Fingerprint == fp || (c.metadata == p.rec.Metadata && c.ruleSet == p.rec.RuleSet && c.matches(p, false)) {
+			if p.rec.Fingerprint == fp || (c.metadata == p.rec.Metadata && c.ruleSet == p.rec.RuleSet && c.matches(p, normalize || cfg.Normalize)) {
 				return subjectSchema(v, p.rec), nil
 			}
 		}

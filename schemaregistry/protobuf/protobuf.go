@@ -78,8 +78,15 @@ type origin struct {
 // does not compile (ProtobufSchemaProvider).
 const invalidPrefix = "Invalid schema of type PROTOBUF, details: "
 
-// Parse compiles schema with its references.
-func (protobufFormat) Parse(schema string, refs []format.Reference) (format.Schema, error) {
+// Parse compiles schema with its references. A schema is user input: a
+// panic anywhere in compiling or printing it is an invalid schema, never a
+// crash.
+func (protobufFormat) Parse(schema string, refs []format.Reference) (_ format.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%sinternal error: %v", invalidPrefix, p)
+		}
+	}()
 	s, err := parse(schema, refs)
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", invalidPrefix, err)
@@ -361,8 +368,15 @@ func (s *Schema) Message(index []int) (protoreflect.MessageDescriptor, error) {
 	return md, nil
 }
 
-// Validate decodes payload as the message that index names.
-func (s *Schema) Validate(index []int, payload []byte) error {
+// Validate decodes payload as the message that index names. It runs on
+// the produce path: a panic while decoding is a refused record, never a
+// crash of the agent.
+func (s *Schema) Validate(index []int, payload []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("payload does not decode: %v", p)
+		}
+	}()
 	md, err := s.Message(index)
 	if err != nil {
 		return err

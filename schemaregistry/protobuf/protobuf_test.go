@@ -492,3 +492,28 @@ enum E {
 		t.Errorf("serialized Canonical:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func BenchmarkParse(b *testing.B) {
+	for b.Loop() {
+		if _, err := New().Parse(sample, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	s, err := New().Parse(sample, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	md, _ := s.(*Schema).Message(nil)
+	msg := dynamicpb.NewMessage(md)
+	msg.Set(md.Fields().ByName("id"), protoreflect.ValueOfString("order-1"))
+	payload, _ := proto.Marshal(msg)
+	b.SetBytes(int64(len(payload)))
+	for b.Loop() {
+		if err := s.Validate(nil, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

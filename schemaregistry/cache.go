@@ -254,13 +254,21 @@ func (s *Server) subjectsOf(ctx context.Context, id int) ([]string, error) {
 	return subjects, nil
 }
 
-// versionsOf returns the live versions of subject, cached for the TTL.
-func (s *Server) versionsOf(ctx context.Context, subject string) ([]metadata.SubjectVersion, error) {
+// missRecheck is how old a subject's cached versions may be when they
+// lack an id asked for: a schema registered through another agent a
+// moment ago is found at the next look-up after that, not after the TTL,
+// while a producer sending an unknown id costs at most one store read a
+// second.
+const missRecheck = time.Second
+
+// versionsOf returns the live versions of subject, read at most maxAge
+// ago.
+func (s *Server) versionsOf(ctx context.Context, subject string, maxAge time.Duration) ([]metadata.SubjectVersion, error) {
 	c := s.cache
 	c.mu.Lock()
 	e, ok := c.subjects[subject]
 	c.mu.Unlock()
-	if ok && c.now().Sub(e.at) < c.ttl {
+	if ok && c.now().Sub(e.at) < maxAge {
 		return e.versions, nil
 	}
 	vs, err := s.store.Schemas().SubjectVersions(ctx, subject)
@@ -281,17 +289,21 @@ func (s *Server) versionsOf(ctx context.Context, subject string) ([]metadata.Sub
 // the broker's check that a record's schema id belongs to its topic's
 // subject. Answers are at most Config.SubjectTTL old.
 func (s *Server) SubjectHasID(ctx context.Context, subject string, id int) (bool, error) {
-	vs, err := s.versionsOf(ctx, subject)
-	if err != nil {
-		return false, err
+	has := func(vs []metadata.SubjectVersion) bool {
+		return slices.ContainsFunc(vs, func(v metadata.SubjectVersion) bool { return v.SchemaID == id })
 	}
-	return slices.ContainsFunc(vs, func(v metadata.SubjectVersion) bool { return v.SchemaID == id }), nil
+	vs, err := s.versionsOf(ctx, subject, s.cache.ttl)
+	if err != nil || has(vs) {
+		return err == nil, err
+	}
+	vs, err = s.versionsOf(ctx, subject, min(missRecheck, s.cache.ttl))
+	return err == nil && has(vs), err
 }
 
 // LatestSchema returns the latest live version of subject and its
 // schema, parsed. ErrUnknownSubject if it has none.
 func (s *Server) LatestSchema(ctx context.Context, subject string) (Schema, int, error) {
-	vs, err := s.versionsOf(ctx, subject)
+	vs, err := s.versionsOf(ctx, subject, s.cache.ttl)
 	if err != nil {
 		return Schema{}, 0, err
 	}

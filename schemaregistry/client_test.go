@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	havro "github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -422,4 +423,25 @@ func TestTwoServers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSubjectHasIDSeesOtherAgent: an id registered through another agent
+// is found by SubjectHasID a second later, though subjects are cached for
+// an hour: a miss re-reads the store, at most once a second.
+func TestSubjectHasIDSeesOtherAgent(t *testing.T) {
+	store := openSQLite(t)
+	a := schemaregistry.New(schemaregistry.Config{Store: store, SubjectTTL: time.Hour})
+	b := newTestServer(t, store)
+	ctx := ctxT(t)
+	if ok, err := a.SubjectHasID(ctx, "s", 1); err != nil || ok {
+		t.Fatalf("SubjectHasID before any schema: %v %v", ok, err)
+	}
+	created, err := b.cl.CreateSchema(ctx, "s", avroSchema(recV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if ok, err := a.SubjectHasID(ctx, "s", created.ID); err != nil || !ok {
+		t.Fatalf("SubjectHasID after another agent registered: %v %v", ok, err)
+	}
 }

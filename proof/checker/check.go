@@ -29,6 +29,11 @@ func Check(h history.History, opts Options) (Result, error) {
 	a.external()
 	a.unseen(&stats)
 	a.cycles(&stats)
+	eachLag(h, func(l Lag) {
+		if stats.WorstRealtimeLag == nil || l.Lag > stats.WorstRealtimeLag.Lag {
+			stats.WorstRealtimeLag = &l
+		}
+	})
 
 	allowed := AllowedClasses(h, opts)
 	isAllowed := map[Class]bool{}

@@ -14,6 +14,7 @@
 //   - cycles.go: the dependency graph (ww, wr, process, realtime), Tarjan's
 //     strongly connected components, and the bounded search for G0 and G1c
 //     cycles and their -process and -realtime variants.
+//   - lag.go: Jepsen's realtime lag of each poll.
 //   - markdown.go: the human report.
 //
 // The version order of a key is built from every poll (of ok, info and fail
@@ -44,7 +45,8 @@
 //   - A value polled that no op sent stops Jepsen's checker (it throws
 //     :no-writer-of-value); here it is the class no-writer-of-value, and the
 //     other classes skip that value.
-//   - Jepsen's realtime-lag plots and consume counts are not computed.
+//   - Jepsen's realtime lag is computed (RealtimeLags, and the worst in
+//     Stats), not plotted; its consume counts are not computed.
 //
 // The checker is pure: no I/O, no clock except the cycle search's deadline,
 // and it never panics on any history that history.Validate accepts.

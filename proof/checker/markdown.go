@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"floe/proof/history"
 )
@@ -56,6 +57,9 @@ func WriteMarkdown(w io.Writer, r Result) error {
 		fmt.Fprintf(bw, "Unseen values per key: %s.\n", strings.Join(parts, " "))
 	}
 	fmt.Fprintf(bw, "Cyclic components: %d (largest %d ops).\n", s.SCCs, s.LargestSCC)
+	if l := s.WorstRealtimeLag; l != nil {
+		fmt.Fprintf(bw, "Worst realtime lag: %v (op %d, process %d, key %d).\n", time.Duration(l.Lag), l.Op, l.Process, l.Key)
+	}
 
 	for _, c := range r.Found {
 		as := r.Anomalies[c]

@@ -198,6 +198,8 @@ type Stats struct {
 	// LargestSCC the ops in the largest.
 	SCCs       int `json:"sccs"`
 	LargestSCC int `json:"largest_scc"`
+	// WorstRealtimeLag is the largest of RealtimeLags (nil without polls).
+	WorstRealtimeLag *Lag `json:"worst_realtime_lag,omitempty"`
 }
 
 // Result is the verdict on a history.

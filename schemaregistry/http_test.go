@@ -78,6 +78,8 @@ func TestHTTPFlow(t *testing.T) {
 		`{"subject":"s","version":2,"id":3,"schemaType":"AVRO","schema":`+q(recV2)+`}`)
 	ts.expect(t, "GET", "/subjects/s/versions/1/schema", "", 200, recV1)
 	ts.expect(t, "GET", "/schemas/ids/2/subjects", "", 200, `["other","s"]`)
+	ts.expect(t, "GET", "/schemas/ids/2?subject=s", "", 200, `{"subject":"s","version":1,"schemaType":"AVRO","schema":`+q(recV1)+`}`)
+	ts.expect(t, "GET", "/schemas/ids/2?subject=p", "", 200, `{"schemaType":"AVRO","schema":`+q(recV1)+`}`)
 	ts.expect(t, "GET", "/schemas/ids/2/versions", "", 200, `[{"subject":"other","version":1},{"subject":"s","version":1}]`)
 	ts.expect(t, "GET", "/schemas?subjectPrefix=s&latestOnly=true", "", 200,
 		`[{"subject":"s","version":2,"id":3,"schemaType":"AVRO","schema":`+q(recV2)+`}]`)

@@ -53,6 +53,8 @@ func idParam(r *http.Request) (int, error) {
 
 // schemaStringJSON is Confluent's SchemaString: a schema by id.
 type schemaStringJSON struct {
+	Subject    string          `json:"subject,omitempty"`
+	Version    int             `json:"version,omitempty"`
 	SchemaType string          `json:"schemaType,omitempty"`
 	Schema     string          `json:"schema"`
 	References []reference     `json:"references,omitempty"`
@@ -82,6 +84,19 @@ func (s *Server) getSchemaByID(ctx context.Context, r *http.Request) (any, error
 	}
 	out := schemaStringJSON{SchemaType: p.rec.Type, Schema: schemaText(r, p), References: toRefs(p.rec.References),
 		Metadata: rawOrNil(p.rec.Metadata), RuleSet: rawOrNil(p.rec.RuleSet)}
+	// With ?subject=, the version of the schema under that subject too
+	// (Confluent 8's SchemaString).
+	if subject := r.URL.Query().Get("subject"); subject != "" {
+		vs, err := s.store.Schemas().VersionsOfSchema(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range live(vs, false) {
+			if v.Subject == subject {
+				out.Subject, out.Version = v.Subject, v.Version
+			}
+		}
+	}
 	if queryBool(r, "fetchMaxId") {
 		if out.MaxID, err = s.store.Schemas().MaxSchemaID(ctx); err != nil {
 			return nil, err

@@ -29,11 +29,16 @@ func Check(h history.History, opts Options) (Result, error) {
 	a.external()
 	a.unseen(&stats)
 	a.cycles(&stats)
+	var worst Lag
+	polls := false
 	eachLag(h, func(l Lag) {
-		if stats.WorstRealtimeLag == nil || l.Lag > stats.WorstRealtimeLag.Lag {
-			stats.WorstRealtimeLag = &l
+		if !polls || l.Lag > worst.Lag {
+			worst, polls = l, true
 		}
 	})
+	if polls {
+		stats.WorstRealtimeLag = &worst
+	}
 
 	allowed := AllowedClasses(h, opts)
 	isAllowed := map[Class]bool{}

@@ -48,11 +48,17 @@ func (p *printer) value(f *ast.FileNode, v ast.ValueNode) any {
 			}
 			val := p.value(f, el.Val)
 			if i := slices.IndexFunc(m, func(e optEntry) bool { return e.key == key }); i >= 0 {
-				if l, ok := m[i].val.(optList); ok {
-					m[i].val = append(l, val)
-				} else {
-					m[i].val = optList{m[i].val, val}
+				// A repeated key gathers its values into one flat list.
+				l, ok := m[i].val.(optList)
+				if !ok {
+					l = optList{m[i].val}
 				}
+				if vl, ok := val.(optList); ok {
+					l = append(l, vl...)
+				} else {
+					l = append(l, val)
+				}
+				m[i].val = l
 				continue
 			}
 			m = append(m, optEntry{key, val})
@@ -135,6 +141,11 @@ func (p *printer) format(v any) string {
 func normalNumber(s string) string {
 	if s == "" || !strings.ContainsAny(s[:1], "-+.0123456789") {
 		return s
+	}
+	// Text format's float suffix: 1.5f is 1.5.
+	if n := len(s); n > 1 && (s[n-1] == 'f' || s[n-1] == 'F') && strings.ContainsAny(s[n-2:n-1], ".0123456789") &&
+		!strings.HasPrefix(strings.ToLower(strings.TrimLeft(s, "-+")), "0x") {
+		s = s[:n-1]
 	}
 	if i, err := strconv.ParseInt(s, 0, 64); err == nil {
 		return strconv.FormatInt(i, 10)

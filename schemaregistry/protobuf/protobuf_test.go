@@ -517,3 +517,189 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+// optionLiterals is the part of Confluent's testComplexCustomOptions3 that
+// protobuf itself accepts (Confluent's parser takes option fields that do not
+// exist and 10f-style numbers; protocompile refuses both), with an option
+// type of its own.
+const optionLiterals = `syntax = "proto3";
+package com.example.mynamespace;
+import "google/protobuf/descriptor.proto";
+message Sub { string foo = 1; }
+message Opts {
+  double value1 = 1; int32 value4 = 4; int32 value5 = 5; int32 value6 = 6; int32 value7 = 7; int32 value8 = 8;
+  float value10 = 10; float value11 = 11; double value12 = 12; float value13 = 13;
+  string value14 = 14; string value15 = 15; string value16 = 16; Sub value17 = 17; Sub value21 = 21;
+  repeated Sub value22 = 22; repeated int32 value25 = 25; map<string, int32> value26 = 26;
+}
+extend google.protobuf.FieldOptions { Opts opts = 50000; }
+message SampleRecord {
+  int32 my_field1 = 2 [(opts) = {
+    value1: -2.0,
+    value4: 10 value5: 20,
+    value6: 10,value7: 20,
+    value8: 10,
+    value10: 10,
+    value11: 1.0,
+    value12: 1.23,
+    value13: 1.23,
+    value14: 
+      "When we got into office, the thing that surprised me most was to find "
+      "that things were just as bad as we'd been saying they were.\n\n"
+      "  -- John F. Kennedy",
+    value15: "first part" 'second part'
+      "third part",
+    value16: "first""second"'third''fourth',
+    value17: { foo: "bar" },
+    value21 { foo: "bar" },
+    value22: [{ foo: "bar" }],
+    value25: 1,
+    value25: 2,
+    value25: [3, 4, 5],
+    value25: 6,
+    value25: [7, 8, 9],
+    value26: { key: "entry1", value: 1 },
+    value26: { key: "entry2", value: 2 },
+    value26: [      { key: "entry3", value: 3 },
+      { key: "entry4", value: 4 }
+    ]  }];
+}`
+
+// TestOptionLiterals: message literals in options print as Confluent
+// prints them: one key a line, adjacent strings joined, repeated keys
+// gathered into one flat list; normalized, keys sorted, numbers as
+// DecimalFormat prints them and one-element lists unwrapped.
+func TestOptionLiterals(t *testing.T) {
+	s := mustParse(t, optionLiterals, nil)
+	canonical := `message SampleRecord {
+  int32 my_field1 = 2 [(opts) = {
+    value1: -2.0,
+    value4: 10,
+    value5: 20,
+    value6: 10,
+    value7: 20,
+    value8: 10,
+    value10: 10,
+    value11: 1.0,
+    value12: 1.23,
+    value13: 1.23,
+    value14: "When we got into office, the thing that surprised me most was to find that things were just as bad as we\'d been saying they were.\n\n  -- John F. Kennedy",
+    value15: "first partsecond partthird part",
+    value16: "firstsecondthirdfourth",
+    value17: {
+      foo: "bar"
+    },
+    value21: {
+      foo: "bar"
+    },
+    value22: [
+      {
+        foo: "bar"
+      }
+    ],
+    value25: [
+      1,
+      2,
+      3,
+      4,
+      5,
+      6,
+      7,
+      8,
+      9
+    ],
+    value26: [
+      {
+        key: "entry1",
+        value: 1
+      },
+      {
+        key: "entry2",
+        value: 2
+      },
+      {
+        key: "entry3",
+        value: 3
+      },
+      {
+        key: "entry4",
+        value: 4
+      }
+    ]
+  }];
+}
+`
+	normalized := `message SampleRecord {
+  int32 my_field1 = 2 [(com.example.mynamespace.opts) = {
+    value1: -2,
+    value10: 10,
+    value11: 1,
+    value12: 1.23,
+    value13: 1.23,
+    value14: "When we got into office, the thing that surprised me most was to find that things were just as bad as we\'d been saying they were.\n\n  -- John F. Kennedy",
+    value15: "first partsecond partthird part",
+    value16: "firstsecondthirdfourth",
+    value17: {
+      foo: "bar"
+    },
+    value21: {
+      foo: "bar"
+    },
+    value22: {
+      foo: "bar"
+    },
+    value25: [
+      1,
+      2,
+      3,
+      4,
+      5,
+      6,
+      7,
+      8,
+      9
+    ],
+    value26: [
+      {
+        key: "entry1",
+        value: 1
+      },
+      {
+        key: "entry2",
+        value: 2
+      },
+      {
+        key: "entry3",
+        value: 3
+      },
+      {
+        key: "entry4",
+        value: 4
+      }
+    ],
+    value4: 10,
+    value5: 20,
+    value6: 10,
+    value7: 20,
+    value8: 10
+  }];
+}
+`
+	if !strings.Contains(s.Canonical(), canonical) {
+		t.Errorf("Canonical:\n%s\nwant it to hold:\n%s", s.Canonical(), canonical)
+	}
+	if !strings.Contains(s.Normalized(), normalized) {
+		t.Errorf("Normalized:\n%s\nwant it to hold:\n%s", s.Normalized(), normalized)
+	}
+}
+
+func TestNormalNumber(t *testing.T) {
+	for in, want := range map[string]string{
+		"10": "10", "-2.0": "-2", "1.0": "1", "1.23": "1.23", "1.2345": "1.234", "1e3": "1000",
+		"0x10": "16", "1.5f": "1.5", "inf": "inf", "-inf": "-inf", "nan": "nan", "FOO": "FOO", "-0.0": "0",
+	} {
+		if got := normalNumber(in); got != want {
+			t.Errorf("normalNumber(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

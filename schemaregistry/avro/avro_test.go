@@ -217,3 +217,48 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+const benchSchema = `{"type":"record","name":"R","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},` +
+	`{"name":"tags","type":{"type":"array","items":"string"}},{"name":"score","type":"double"},{"name":"note","type":["null","string"]}]}`
+
+type benchRec struct {
+	ID    int64    `avro:"id"`
+	Name  string   `avro:"name"`
+	Tags  []string `avro:"tags"`
+	Score float64  `avro:"score"`
+	Note  *string  `avro:"note"`
+}
+
+func benchPayload(b *testing.B) (*Schema, []byte) {
+	s := Must(Format{}.Parse(benchSchema, nil)).(*Schema)
+	note := strings.Repeat("n", 600)
+	p, err := havro.Marshal(s.Avro(), benchRec{ID: 7, Name: strings.Repeat("x", 200), Tags: []string{"a", "b", "c", strings.Repeat("t", 100)}, Score: 1.5, Note: &note})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, p
+}
+
+// BenchmarkValidate is broker-side "full" validation of a ~1 KiB record.
+func BenchmarkValidate(b *testing.B) {
+	s, p := benchPayload(b)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if err := s.Validate(nil, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecode is hamba decoding the same record into its struct: the
+// cost a consumer pays, what Validate is measured against.
+func BenchmarkDecode(b *testing.B) {
+	s, p := benchPayload(b)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		var r benchRec
+		if err := havro.Unmarshal(s.Avro(), p, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

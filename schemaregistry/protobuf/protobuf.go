@@ -338,8 +338,11 @@ func (s *Schema) Descriptor() protoreflect.FileDescriptor { return s.file }
 
 // Message returns the message that a Confluent message-index path names:
 // nil or [0] the file's first message, [1, 0] the first message nested in
-// the second. Only messages count, in declaration order; map entries and
-// enums do not, as in Confluent's serializers.
+// the second. Only messages count, in declaration order; map entries,
+// proto2 groups and enums do not, as in Confluent's Java serializers. (A
+// serializer counting with the Go runtime's Descriptor.Index would count
+// map entries too, and disagree for a message that declares a map field
+// before a nested message.)
 func (s *Schema) Message(index []int) (protoreflect.MessageDescriptor, error) {
 	if len(index) == 0 {
 		index = []int{0}
@@ -351,7 +354,7 @@ func (s *Schema) Message(index []int) (protoreflect.MessageDescriptor, error) {
 		n := 0
 		for j := 0; j < msgs.Len(); j++ {
 			m := msgs.Get(j)
-			if m.IsMapEntry() {
+			if m.IsMapEntry() || isGroupBody(m) {
 				continue
 			}
 			if n == i {

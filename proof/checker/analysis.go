@@ -147,12 +147,33 @@ func (a *analysis) mustHaveCommitted(i int) bool {
 // sends of ops that must have committed, then reports inconsistent-offsets
 // and duplicate.
 func (a *analysis) buildOrders() {
-	obs := map[history.Key][]history.Pair{}
+	// Two passes, counting then filling, so that each key's observations
+	// are allocated once.
+	committed := make([]bool, len(a.h))
+	size := map[history.Key]int{}
 	for i := range a.h {
 		for k, ps := range a.reads[i] {
-			obs[k] = append(obs[k], ps...)
+			size[k] += len(ps)
 		}
-		if a.writes[i] != nil && a.mustHaveCommitted(i) {
+		if committed[i] = a.writes[i] != nil && a.mustHaveCommitted(i); committed[i] {
+			for k, ps := range a.writes[i] {
+				size[k] += len(ps)
+			}
+		}
+	}
+	obs := make(map[history.Key][]history.Pair, len(size))
+	for k, n := range size {
+		if n > 0 { // a key only ever polled empty has no order
+			obs[k] = make([]history.Pair, 0, n)
+		}
+	}
+	for i := range a.h {
+		for k, ps := range a.reads[i] {
+			if len(ps) > 0 {
+				obs[k] = append(obs[k], ps...)
+			}
+		}
+		if committed[i] {
 			for k, ps := range a.writes[i] {
 				for _, p := range ps {
 					if p.Offset != history.UnknownOffset {
@@ -160,6 +181,11 @@ func (a *analysis) buildOrders() {
 					}
 				}
 			}
+		}
+	}
+	for k, ps := range obs {
+		if len(ps) == 0 { // only sends of unknown offset
+			delete(obs, k)
 		}
 	}
 	a.keys = history.SortedKeys(obs)

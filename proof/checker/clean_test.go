@@ -55,6 +55,16 @@ func TestCleanHistories(t *testing.T) {
 			ok(2, 6, 7, poll(r(y, 0, 10))),
 		),
 	}, {
+		// Keys polled empty, and sends of unknown offset, have no order.
+		name: "empty polls",
+		h: hist(
+			ok(0, 0, 1, poll(r(x), r(y))),
+			op(1, history.Info, 0, 2, history.SendMop(y, 1)),
+			ok(0, 2, 3, poll(r(x))),
+			op(2, history.OK, 0, 2, history.SendMop(x, 2)),
+			ok(0, 4, 5, poll(r(x, 0, 2))),
+		),
+	}, {
 		name: "generated",
 		h:    generate(2000, 4, 6, 1),
 	}} {
@@ -278,5 +288,15 @@ func TestGeneratedMutations(t *testing.T) {
 	res = mustCheck(t, bad, Options{})
 	if res.Counts[InconsistentOffsets] == 0 || res.Valid {
 		t.Errorf("found %v", res.Found)
+	}
+}
+
+// A key with observations but no offset (an ok send whose offset the client
+// never learnt, and no poll) has no order; the check must not trip on it.
+func TestKeyWithoutOffsets(t *testing.T) {
+	h := hist(op(0, history.OK, 0, 1, history.SendMop(x, 1)), ok(1, 0, 1, poll(r(y))))
+	res := mustCheck(t, h, Options{})
+	if !reflect.DeepEqual(res.Found, []Class{Unseen}) || len(res.Stats.MaxOffset) != 0 {
+		t.Fatalf("found %v, max offsets %v", res.Found, res.Stats.MaxOffset)
 	}
 }

@@ -49,6 +49,9 @@ func fuzzHistory(data []byte) history.History {
 					o.Mops = append(o.Mops, history.SendAt(history.Key((c>>1)%3), off, int64(next()%8)))
 				} else {
 					m := map[history.Key][]history.Pair{}
+					if c&4 != 0 { // a key polled empty
+						m[history.Key((c>>3)%3)] = []history.Pair{}
+					}
 					for r := next() % 4; r > 0; r-- {
 						p := next()
 						m[history.Key(p%3)] = append(m[history.Key(p%3)], history.Pair{Offset: int64(p>>2) % 8, Value: int64(p>>5) % 8})

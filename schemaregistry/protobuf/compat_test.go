@@ -180,3 +180,28 @@ type otherSchema struct{}
 func (otherSchema) Canonical() string            { return "" }
 func (otherSchema) Normalized() string           { return "" }
 func (otherSchema) Validate([]int, []byte) error { return nil }
+
+// FuzzCompatible compares two arbitrary schemas both ways: it must answer
+// without panicking, and a schema is always compatible with itself.
+func FuzzCompatible(f *testing.F) {
+	for _, ex := range confluentDiffExamples {
+		if len(ex.originalRefs) == 0 && len(ex.updateRefs) == 0 {
+			f.Add(ex.original, ex.update)
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		sa, err := New().Parse(a, nil)
+		if err != nil {
+			return
+		}
+		sb, err := New().Parse(b, nil)
+		if err != nil {
+			return
+		}
+		_ = New().Compatible(sa, sb)
+		_ = New().Compatible(sb, sa)
+		if msgs := New().Compatible(sb, sb); len(msgs) != 0 {
+			t.Errorf("a schema is incompatible with itself: %q", msgs)
+		}
+	})
+}

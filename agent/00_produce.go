@@ -24,6 +24,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,6 +32,7 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/schemaregistry/validation"
 	"floe/topicconfig"
 )
 
@@ -87,6 +89,11 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				if verr != nil {
 					return produceError(&sp, verr)
 				}
+				if rules := validation.RulesOf(topic.Configs); rules.On() {
+					if code := a.validateSchemas(ctx, &sp, rt.Topic, rules, b.data); code != nil {
+						return code
+					}
+				}
 				if b.transactional && req.TransactionID == nil && a.authzEnabled() {
 					return kerr.TransactionalIDAuthorizationFailed // Kafka: transactional records need an authorized id
 				}
@@ -138,6 +145,54 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 	}
 	a.metrics.produceSeconds.Observe(time.Since(start).Seconds())
 	return resp, nil
+}
+
+// validateSchemas checks each record of a batch against the topic's
+// schema rules (package validation): a record refused fails the whole
+// partition with INVALID_RECORD, naming every refused record and why, as
+// Kafka's RecordValidationException answers (v8+ carries the records).
+// The registry's own failure is KAFKA_STORAGE_ERROR, retriable.
+func (a *Agent) validateSchemas(ctx context.Context, sp *kmsg.ProduceResponseTopicPartition, topic string, rules validation.Rules, batch []byte) *kerr.Error {
+	if a.cfg.SchemaRegistry == nil {
+		msg := errNoRegistry.Error()
+		sp.ErrorMessage = &msg
+		return kerr.InvalidRecord
+	}
+	_, recs, err := kafkaproto.DecodeRecords(batch)
+	if err != nil {
+		return kerr.CorruptMessage
+	}
+	var first string
+	for i, rec := range recs {
+		err := validation.Check(ctx, a.cfg.SchemaRegistry, topic, true, rules.Key, rec.Key)
+		if err == nil {
+			err = validation.Check(ctx, a.cfg.SchemaRegistry, topic, false, rules.Value, rec.Value)
+		}
+		if err == nil {
+			continue
+		}
+		var ref *validation.Refusal
+		if !errors.As(err, &ref) {
+			a.log.Warn("produce: schema registry look-up failed", "topic", topic, "err", err)
+			return kerr.KafkaStorageError
+		}
+		a.metrics.schemaFailures.WithLabelValues(topic, string(ref.Reason)).Inc()
+		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		er.RelativeOffset = int32(i)
+		er.ErrorMessage = &ref.Msg
+		sp.ErrorRecords = append(sp.ErrorRecords, er)
+		if first == "" {
+			first = fmt.Sprintf("record %d: %s", i, ref.Msg)
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	if n := len(sp.ErrorRecords); n > 1 {
+		first += fmt.Sprintf(" (and %d more records refused)", n-1)
+	}
+	sp.ErrorMessage = &first
+	return kerr.InvalidRecord
 }
 
 // recordRules are the topic's rules for kafkaproto.ValidateRecords: keys

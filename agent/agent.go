@@ -59,6 +59,9 @@ type Agent struct {
 	authFails authFailures
 	httpLn    net.Listener
 	httpSv    *http.Server
+	// regLn and regSv are the schema registry's own listener (registry.go).
+	regLn net.Listener
+	regSv *http.Server
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -192,6 +195,14 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 		a.httpLn = hl
 	}
+	if a.cfg.SchemaRegistry != nil && a.cfg.SchemaRegistryAddr != "" {
+		rl, err := net.Listen("tcp", a.cfg.SchemaRegistryAddr)
+		if err != nil {
+			a.closeListeners()
+			return fmt.Errorf("listen schema registry %s: %w", a.cfg.SchemaRegistryAddr, err)
+		}
+		a.regLn = rl
+	}
 	reg := a.registration()
 	if reg.HTTPAddr, err = a.advertisedHTTP(reg.Host); err != nil {
 		a.closeListeners()
@@ -246,6 +257,17 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	if a.regLn != nil {
+		a.regSv = &http.Server{Handler: a.registryHandler(), ReadHeaderTimeout: 10 * time.Second}
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if err := a.regSv.Serve(a.regLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("schema registry server stopped", "err", err)
+			}
+		}()
+		a.log.Info("schema registry listening", "addr", a.regLn.Addr().String())
+	}
 	for _, l := range a.lns {
 		a.log.Info("listening", "listener", l.cfg.Name, "protocol", l.cfg.Protocol, "addr", l.ln.Addr().String(),
 			"advertised", self.Listeners[l.cfg.Name])
@@ -257,6 +279,9 @@ func (a *Agent) Start(ctx context.Context) error {
 func (a *Agent) closeListeners() {
 	for _, l := range a.lns {
 		l.ln.Close()
+	}
+	if a.regLn != nil {
+		a.regLn.Close()
 	}
 	if a.httpLn != nil {
 		a.httpLn.Close()
@@ -317,6 +342,9 @@ func (a *Agent) Close(ctx context.Context) error {
 		}
 		a.connMu.Unlock()
 		<-drained
+	}
+	if a.regSv != nil {
+		_ = a.regSv.Shutdown(ctx)
 	}
 	if a.httpSv != nil {
 		_ = a.httpSv.Shutdown(ctx)

@@ -157,6 +157,15 @@ func (z *authorizer) allowed(c *conn, op kmsg.ACLOperation, typ kmsg.ACLResource
 	return ok
 }
 
+// allowedPrincipal decides op on (typ, name) for a principal from host
+// with no connection (the HTTP endpoints): no decision cache.
+func (z *authorizer) allowedPrincipal(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+	if !z.cfg.Enabled || z.super[principal] {
+		return true
+	}
+	return z.snap.Load().decide(principal, host, op, typ, name, z.cfg.AllowEveryoneIfNoACL)
+}
+
 // allowedAny is Kafka's authorizeByResourceType: whether c may do op on
 // some resource of type typ — some ALLOW of its own (or its wildcard) that
 // no DENY of the same or a wider pattern overrides. Idempotent producers

@@ -183,6 +183,12 @@ type Config struct {
 	// endpoints, each under its pattern (floe's Iceberg REST catalog at
 	// "/iceberg/").
 	HTTPHandlers map[string]http.Handler
+	// SchemaRegistry, if set, is served under /schema-registry/ on the
+	// HTTP listener and on SchemaRegistryAddr, and validates produced
+	// records of topics that ask for it (registry.go).
+	SchemaRegistry SchemaRegistry
+	// SchemaRegistryAddr is the schema registry's own listener ("": none).
+	SchemaRegistryAddr string
 	// TopicDefaults are the defaults of the topic configs floe enforces
 	// (retention, key compaction, max.message.bytes): what DescribeConfigs
 	// reports and produce applies, the same the compactors enforce.
@@ -264,6 +270,8 @@ func DevConfig() Config {
 	// A local broker keeps what it is given unless a topic sets
 	// retention.ms or retention.bytes itself.
 	c.TopicDefaults.Retention = -time.Millisecond
+	// Confluent's port, which serializers default to.
+	c.SchemaRegistryAddr = "127.0.0.1:8081"
 	return c
 }
 

@@ -33,6 +33,9 @@ func (a *Agent) httpHandler() http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("GET "+peerRangePath, a.serveRange) // peer_cache.go
+	if a.cfg.SchemaRegistry != nil {
+		mux.Handle("/schema-registry/", http.StripPrefix("/schema-registry", a.registryHandler()))
+	}
 	for pattern, h := range a.cfg.HTTPHandlers {
 		mux.Handle(pattern, a.requireAuth(h))
 	}

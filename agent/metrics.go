@@ -41,6 +41,7 @@ type metrics struct {
 	bucketSeconds     *prometheus.HistogramVec
 	liveAgents        prometheus.Gauge
 	limitHits         *prometheus.CounterVec
+	schemaFailures    *prometheus.CounterVec
 	authSuccesses     *prometheus.CounterVec
 	authFailures      *prometheus.CounterVec
 	memoryBudget      *prometheus.GaugeVec
@@ -78,10 +79,12 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 		bucketBytes:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_storage_bytes_total", Help: "Object store bytes, by operation."}, []string{"op"}),
 		bucketSeconds:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_storage_request_duration_seconds", Help: "Object store request latency, by operation.", Buckets: latency}, []string{"op"}),
 		liveAgents:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_agent_live_agents", Help: "Live agents in the cluster as last seen."}),
-		limitHits:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_limit_hits_total", Help: "Requests or connections refused, cut or clamped by a configured limit, by limit."}, []string{"limit"}),
-		authSuccesses:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentications_total", Help: "Successful SASL authentications (re-authentications included), by mechanism."}, []string{"mechanism"}),
-		authFailures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentication_failures_total", Help: "Failed SASL authentications, by mechanism."}, []string{"mechanism"}),
-		memoryBudget:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_agent_memory_budget_bytes", Help: "The memory budgets of the agent and what else runs in its process, by budget (see Config.MemoryBudgets)."}, []string{"budget"}),
+		schemaFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_schema_validation_failures_total",
+			Help: "Produced records refused by schema validation, by topic and reason (unframed, unknown_id, wrong_subject, bad_index, invalid)."}, []string{"topic", "reason"}),
+		limitHits:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_limit_hits_total", Help: "Requests or connections refused, cut or clamped by a configured limit, by limit."}, []string{"limit"}),
+		authSuccesses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentications_total", Help: "Successful SASL authentications (re-authentications included), by mechanism."}, []string{"mechanism"}),
+		authFailures:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_sasl_authentication_failures_total", Help: "Failed SASL authentications, by mechanism."}, []string{"mechanism"}),
+		memoryBudget:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_agent_memory_budget_bytes", Help: "The memory budgets of the agent and what else runs in its process, by budget (see Config.MemoryBudgets)."}, []string{"budget"}),
 	}
 	for _, b := range budgets {
 		m.memoryBudget.WithLabelValues(b.Name).Set(float64(b.Bytes))
@@ -89,7 +92,7 @@ func newMetrics(budgets []MemoryBudget) *metrics {
 	m.reg.MustRegister(m.connections, m.writeBuffers, m.readBuffers, m.requestBytes, m.responseBytes, m.requestSeconds,
 		m.producedBytes, m.producedRecords, m.fetchedBytes, m.fetchedRecords, m.headReads, m.produceSeconds, m.fetchSeconds,
 		m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.commitSeconds,
-		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents, m.limitHits,
+		m.bufferedBytes, m.backpressureWaits, m.bucketOps, m.bucketBytes, m.bucketSeconds, m.liveAgents, m.limitHits, m.schemaFailures,
 		m.authSuccesses, m.authFailures, m.memoryBudget,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -17,6 +17,7 @@ import (
 
 	"floe/iceberg"
 	"floe/metadata"
+	"floe/schemaregistry/validation"
 	"floe/topicconfig"
 )
 
@@ -459,6 +460,18 @@ var topicConfigDefs = map[string]topicConfigDef{
 	"compression.zstd.level": {typ: kmsg.ConfigTypeInt, def: "3", broker: "compression.zstd.level", effect: inert,
 		check: longBetween(-131072, 22), doc: "No effect: floe never recompresses (compression.type is producer)."},
 
+	// floe's own: schema validation of produced records (package
+	// schemaregistry/validation); the Confluent Server and Redpanda names
+	// are aliases (init below).
+	validation.ConfigValue: {typ: kmsg.ConfigTypeString, def: "false", effect: enforced, check: validation.CheckMode,
+		doc: "false: values are not checked. true: each value must be framed with a schema id (Confluent's wire format) registered under the value's subject. full: and the payload must decode with that schema (Avro, JSON Schema or Protobuf). A record that fails is refused with INVALID_RECORD."},
+	validation.ConfigKey: {typ: kmsg.ConfigTypeString, def: "false", effect: enforced, check: validation.CheckMode,
+		doc: "As floe.value.schema.validation, for keys (subject <topic>-key under TopicNameStrategy)."},
+	validation.ConfigValueStrategy: {typ: kmsg.ConfigTypeString, def: "TopicNameStrategy", effect: enforced, check: validation.CheckStrategy,
+		doc: "The subject a value's schema must be registered under: TopicNameStrategy (<topic>-value), RecordNameStrategy (the record's full name) or TopicRecordNameStrategy (<topic>-<record name>)."},
+	validation.ConfigKeyStrategy: {typ: kmsg.ConfigTypeString, def: "TopicNameStrategy", effect: enforced, check: validation.CheckStrategy,
+		doc: "As floe.value.subject.name.strategy, for keys."},
+
 	// floe's own: the topic as an Iceberg table (package iceberg).
 	iceberg.ConfigEnabled: {typ: kmsg.ConfigTypeBoolean, def: "false", effect: enforced,
 		check: icebergCheck(iceberg.ConfigEnabled),
@@ -466,6 +479,16 @@ var topicConfigDefs = map[string]topicConfigDef{
 	iceberg.ConfigPartitionSpec: {typ: kmsg.ConfigTypeString, def: iceberg.DefaultPartitionSpec, effect: enforced,
 		check: icebergCheck(iceberg.ConfigPartitionSpec),
 		doc:   "The Iceberg table's partition spec when the converter creates it: TRANSFORM(COLUMN), comma-separated, with Iceberg's transforms identity, year, month, day, hour, bucket[N], truncate[W], void over partition, offset, timestamp, timestamp_type, key, value. Changing it later does not change an existing table."},
+}
+
+func init() {
+	// Confluent Server's and Redpanda's names for schema validation: the
+	// same settings under another name (floe's wins when both are set).
+	for alias, name := range validation.Aliases {
+		d := topicConfigDefs[name]
+		d.doc = "Alias of " + name + ". " + d.doc
+		topicConfigDefs[alias] = d
+	}
 }
 
 // icebergCheck validates one of package iceberg's topic configs.

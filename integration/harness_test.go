@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,10 +66,12 @@ type proc struct {
 	env      []string
 	Addr     string // Kafka listener
 	HTTPAddr string
-	cmd      *exec.Cmd
-	logMu    sync.Mutex
-	log      strings.Builder
-	exited   chan struct{}
+	// RegistryAddr is the schema registry's listener (dev and agent).
+	RegistryAddr string
+	cmd          *exec.Cmd
+	logMu        sync.Mutex
+	log          strings.Builder
+	exited       chan struct{}
 }
 
 // startFloe runs `floe <args...>` with fresh Kafka and HTTP ports (unless
@@ -86,6 +89,10 @@ func startFloeEnv(t testing.TB, env []string, args ...string) *proc {
 	p.Addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p.args = append(args, "--kafka-addr", p.Addr, "--http-addr", p.HTTPAddr)
+	if len(args) > 0 && (args[0] == "dev" || args[0] == "agent") && !slices.Contains(args, "--schema-registry-addr") {
+		p.RegistryAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p.args = append(p.args, "--schema-registry-addr", p.RegistryAddr)
+	}
 	p.start()
 	t.Cleanup(func() { p.Stop() })
 	return p

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,6 +25,7 @@ import (
 
 	"floe/agent"
 	"floe/iceberg"
+	"floe/schemaregistry"
 	"floe/storage/faulty"
 )
 
@@ -104,6 +106,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka listener `host:port`")
 	registerTopicDefaults(fs, &c.TopicDefaults)
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP listener `host:port` for /metrics, /healthz, /readyz (empty disables)")
+	fs.StringVar(&c.SchemaRegistryAddr, "schema-registry-addr", c.SchemaRegistryAddr, "the schema registry's own listener `host:port` (Confluent's API; empty: only under /schema-registry/ on --http-addr)")
 	registerAuthzFlags(fs, &c.Authz) // acl.go
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "`host:port` given to clients in Metadata (default: the Kafka listener)")
 	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", c.AdvertiseHTTPAddr, "`host:port` the other agents reach the HTTP listener at, for the zone's shared read cache (default: the advertised Kafka host with the --http-addr port)")
@@ -248,6 +251,18 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
+	if !isSet(fs, "schema-registry-addr") && f.cfg.SchemaRegistryAddr != "" {
+		// Confluent's port is a convenience: a second floe dev (or a
+		// registry already running) leaves the registry under
+		// /schema-registry/ alone.
+		if ln, err := net.Listen("tcp", f.cfg.SchemaRegistryAddr); err != nil {
+			log.Warn("schema registry port taken; serving the registry under /schema-registry/ on --http-addr only",
+				"addr", f.cfg.SchemaRegistryAddr, "err", err)
+			f.cfg.SchemaRegistryAddr = ""
+		} else {
+			ln.Close()
+		}
+	}
 	abs, err := filepath.Abs(*dataDir)
 	if err != nil {
 		return err
@@ -326,6 +341,7 @@ func serve(f agentFlags, metaURL, bucketURL string, log *slog.Logger) error {
 	if f.pprof {
 		addPprof(&f.cfg)
 	}
+	f.cfg.SchemaRegistry = schemaregistry.New(schemaregistry.Config{Store: store, Logger: log.With("component", "schema-registry")})
 
 	// The compactor and the converter start first (their metrics join the
 	// agent's); the compactor yields to the agent once it exists.

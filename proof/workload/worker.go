@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -36,13 +37,14 @@ type worker struct {
 // loop runs ops until stop ends. Ops run under ctx (the run's parent) with
 // their own timeout, so that the end of the run does not turn the last
 // ops' outcomes into unknowns.
-func (w *worker) loop(stop, ctx context.Context) {
+// An error is a client that cannot be built (a configuration error), never
+// a broker's answer.
+func (w *worker) loop(stop, ctx context.Context) error {
 	defer w.close()
 	for stop.Err() == nil && ctx.Err() == nil {
 		if w.cl == nil {
 			if err := w.open(); err != nil {
-				w.log.Warn("open client", "err", err)
-				return
+				return fmt.Errorf("worker %d: %w", w.id, err)
 			}
 		}
 		switch {
@@ -60,6 +62,7 @@ func (w *worker) loop(stop, ctx context.Context) {
 			w.crash()
 		}
 	}
+	return nil
 }
 
 func (w *worker) transactionalID() string {
@@ -79,7 +82,8 @@ func (w *worker) open() error {
 		kgo.FetchMaxWait(r.cfg.PollWait),
 		// A record in flight is not failed by its context; this bounds how
 		// long a send can wait past OpTimeout before its outcome is unknown.
-		kgo.RecordDeliveryTimeout(r.cfg.OpTimeout),
+		// (franz-go's floor is one second).
+		kgo.RecordDeliveryTimeout(max(r.cfg.OpTimeout, time.Second)),
 	}
 	o := history.Op{Process: w.pid, Type: history.OK, Invoke: r.rec.Now()}
 	switch w.kind {

@@ -184,6 +184,7 @@ func Run(ctx context.Context, cfg Config) (history.History, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var wg sync.WaitGroup
+	errs := make([]error, cfg.Workers)
 	for w := range cfg.Workers {
 		wk := &worker{
 			run:  r,
@@ -192,9 +193,12 @@ func Run(ctx context.Context, cfg Config) (history.History, error) {
 			rng:  rand.New(rand.NewPCG(cfg.Seed, uint64(w))),
 			log:  cfg.Logger.With("component", "workload", "worker", w),
 		}
-		wg.Go(func() { wk.loop(runCtx, ctx) })
+		wg.Go(func() { errs[w] = wk.loop(runCtx, ctx) })
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return r.rec.History(), err
+	}
 	if err := r.finalPolls(ctx); err != nil {
 		return r.rec.History(), err
 	}

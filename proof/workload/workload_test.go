@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"floe/proof/checker"
@@ -33,43 +35,117 @@ func TestKeysRoundTrip(t *testing.T) {
 	}
 }
 
-// TestWorkloadAgainstKfake runs every kind of worker for a few seconds
+// TestWorkloadAgainstKfake runs every kind of worker for ten seconds
 // against kfake, a correct broker, and checks that the checker finds no
-// anomaly outside the allowed set, reads every committed value, and
-// that every kind of op happened.
+// anomaly outside the allowed set and reads every committed value, that every
+// kind of op happened, and that a second run on the used topics is refused.
 func TestWorkloadAgainstKfake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
 	}
 	defer goleak.VerifyNone(t)
-	const topics, partitions = 2, 3
 	c, err := kfake.NewCluster(kfake.NumBrokers(1)) // Run creates the topics
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	cfg := testConfig(c, 10*time.Second)
+	res := runAndCheck(t, cfg)
+	for _, f := range []history.F{history.Send, history.Poll, history.Txn, history.Assign, history.Subscribe, history.Crash} {
+		if res.Stats.OpsByF[f] == 0 {
+			t.Errorf("no %s op in %v", f, res.Stats.OpsByF)
+		}
+	}
+	if res.Stats.OpsByType[history.Fail] == 0 {
+		t.Errorf("no aborted transaction in %v", res.Stats.OpsByType)
+	}
 
+	cfg.Duration = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Run(ctx, cfg); !errors.Is(err, ErrNotFresh) {
+		t.Fatalf("second run on used topics: %v", err)
+	}
+}
+
+// TestWorkloadUnderKfakeFaults makes kfake fail produces, fetches,
+// transaction ends and offset commits now and then (a produce that times out
+// after it was applied, a commit refused before it was), so that ops end with
+// unknown outcomes and clients crash; the history must still check valid:
+// the recorder must never claim what it does not know.
+func TestWorkloadUnderKfakeFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 10 seconds")
+	}
+	defer goleak.VerifyNone(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg := testConfig(c, 10*time.Second)
+	cfg.OpTimeout = time.Second
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		faults := []kfake.Fault{
+			{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.RequestTimedOut, Count: -1},
+			{Keys: []kmsg.Key{kmsg.Fetch}, Err: kerr.NotLeaderForPartition, Count: -1},
+			{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownServerError, Count: 3},
+			{Keys: []kmsg.Key{kmsg.OffsetCommit, kmsg.TxnOffsetCommit}, Err: kerr.CoordinatorNotAvailable, Count: 3},
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(700 * time.Millisecond):
+			}
+			h := c.Fault(faults[i%len(faults)])
+			select {
+			case <-stop:
+				h.Remove()
+				return
+			case <-time.After(time.Duration(300+100*(i%5)) * time.Millisecond):
+			}
+			h.Remove()
+		}
+	}()
+	time.AfterFunc(cfg.Duration, func() { close(stop) })
+	res := runAndCheck(t, cfg)
+	<-done
+	if res.Stats.OpsByType[history.Info] == 0 {
+		t.Errorf("no op with an unknown outcome in %v", res.Stats.OpsByType)
+	}
+}
+
+func testConfig(c *kfake.Cluster, d time.Duration) Config {
 	level := slog.LevelWarn
 	if testing.Verbose() {
 		level = slog.LevelInfo
 	}
-	cfg := Config{
+	return Config{
 		Brokers:     c.ListenAddrs(),
 		TopicPrefix: "floe-proof-",
-		Topics:      topics,
-		Partitions:  partitions,
+		Topics:      2,
+		Partitions:  3,
 		Workers:     6,
-		Duration:    10 * time.Second,
+		Duration:    d,
 		Seed:        uint64(time.Now().UnixNano()),
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
+}
+
+// runAndCheck runs the workload, keeps its history through JSON, checks it,
+// and fails the test on any anomaly outside the allowed set or any unseen
+// value.
+func runAndCheck(t *testing.T, cfg Config) checker.Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h, err := Run(ctx, cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -93,18 +169,5 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	if res.Counts[checker.Unseen] != 0 {
 		t.Fatalf("unseen values: %v", res.Stats.Unseen)
 	}
-	for _, f := range []history.F{history.Send, history.Poll, history.Txn, history.Assign, history.Subscribe} {
-		if res.Stats.OpsByF[f] == 0 {
-			t.Errorf("no %s op in %v", f, res.Stats.OpsByF)
-		}
-	}
-	if res.Stats.OpsByType[history.Fail] == 0 {
-		t.Errorf("no aborted transaction in %v", res.Stats.OpsByType)
-	}
-
-	// The topics now hold records: a second run on them is refused.
-	cfg.Duration = time.Second
-	if _, err := Run(ctx, cfg); !errors.Is(err, ErrNotFresh) {
-		t.Fatalf("second run on used topics: %v", err)
-	}
+	return res
 }

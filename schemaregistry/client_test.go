@@ -77,7 +77,7 @@ func TestClient(t *testing.T) {
 			t.Fatalf("AllSchemas: %+v %v", all, err)
 		}
 		check, err := cl.CheckCompatibility(sr.WithParams(ctx, sr.Verbose), "rec-value", -1, avroSchema(recV3))
-		if err != nil || check.Is || len(check.Messages) != 2 {
+		if err != nil || check.Is || len(check.Messages) != 4 {
 			t.Fatalf("CheckCompatibility: %+v %v", check, err)
 		}
 		_, err = cl.SchemaByID(ctx, 99)

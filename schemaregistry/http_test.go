@@ -53,12 +53,12 @@ func TestHTTPFlow(t *testing.T) {
 		`{"version":1,"id":2,"schemaType":"AVRO","schema":`+q(recV1)+`}`)
 
 	// A field without a default breaks BACKWARD.
+	missingC := `{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'c' at path '/fields/1' in the new schema has no default value and is missing in the old schema', additionalInfo:'c'}`
 	ts.expect(t, "POST", "/subjects/s/versions", body(recV3), 409,
 		`{"error_code":40901,"message":"Schema being registered is incompatible with an earlier schema for subject \"s\", details: [`+
-			`{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'reader field c is missing in writer schema and has no default', additionalInfo:'reader field c is missing in writer schema and has no default'}, `+
-			`{validateFields: 'false', compatibility: 'BACKWARD'}]"}`)
+			missingC+`, {oldSchemaVersion: 2}, {oldSchema: '`+strings.ReplaceAll(recV2, `"`, `\"`)+`'}, {validateFields: 'false', compatibility: 'BACKWARD'}]"}`)
 	ts.expect(t, "POST", "/compatibility/subjects/s/versions/latest?verbose=true", body(recV3), 200,
-		`{"is_compatible":false,"messages":["{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'reader field c is missing in writer schema and has no default', additionalInfo:'reader field c is missing in writer schema and has no default'}","{validateFields: 'false', compatibility: 'BACKWARD'}"]}`)
+		`{"is_compatible":false,"messages":[`+q(missingC)+`,"{oldSchemaVersion: 2}",`+q("{oldSchema: '"+recV2+"'}")+`,"{validateFields: 'false', compatibility: 'BACKWARD'}"]}`)
 	ts.expect(t, "POST", "/compatibility/subjects/s/versions/latest", body(recV3), 200, `{"is_compatible":false}`)
 	ts.expect(t, "POST", "/compatibility/subjects/s/versions?verbose=true", body(recV2), 200, `{"is_compatible":true,"messages":[]}`)
 	ts.expect(t, "POST", "/compatibility/subjects/nosuch/versions/latest", body(recV2), 200, `{"is_compatible":true}`)

@@ -371,15 +371,22 @@ func (s *Server) registerTx(ctx context.Context, w metadata.SchemaWriter, subjec
 	return subjectSchema(sv, rec), nil
 }
 
+// versioned is a previous schema of a subject with its version number,
+// which Confluent's messages name.
+type versioned struct {
+	*parsedSchema
+	version int
+}
+
 // parsedVersions parses the schemas of versions, oldest first.
-func (s *Server) parsedVersions(ctx context.Context, r metadata.SchemaReader, vs []metadata.SubjectVersion) ([]*parsedSchema, error) {
-	out := make([]*parsedSchema, 0, len(vs))
+func (s *Server) parsedVersions(ctx context.Context, r metadata.SchemaReader, vs []metadata.SubjectVersion) ([]versioned, error) {
+	out := make([]versioned, 0, len(vs))
 	for _, v := range vs {
 		p, err := s.parsed(ctx, r, v.SchemaID)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		out = append(out, versioned{p, v.Version})
 	}
 	return out, nil
 }
@@ -396,32 +403,74 @@ var levels = map[string]struct{ backward, forward, transitive bool }{
 	"FULL_TRANSITIVE":     {backward: true, forward: true, transitive: true},
 }
 
-// incompatibilities checks c against prev (oldest first) at level: the
-// messages of the newest previous schema it cannot live with, and
-// Confluent's closing summary; nil when compatible.
-func incompatibilities(level string, c *candidate, prev []*parsedSchema) []string {
+// The ways a format may take the names of the schemas' roles in its
+// messages ("new" and "old"); Compatible alone calls the reader new.
+type (
+	compatibleAs interface {
+		CompatibleAs(reader, writer format.Schema, readerRole, writerRole string) []string
+	}
+	compatibleNamed interface {
+		CompatibleNamed(reader, writer format.Schema, readerName, writerName string) []string
+	}
+)
+
+func compatible(f format.Format, reader, writer format.Schema, readerRole, writerRole string) []string {
+	switch c := f.(type) {
+	case compatibleAs:
+		return c.CompatibleAs(reader, writer, readerRole, writerRole)
+	case compatibleNamed:
+		return c.CompatibleNamed(reader, writer, readerRole, writerRole)
+	}
+	return f.Compatible(reader, writer)
+}
+
+// maxOldSchemaInMessage is where Confluent truncates the old schema it
+// quotes in a message.
+const maxOldSchemaInMessage = 10 * 1024
+
+// withOld follows findings against a previous schema with its version and
+// text, as Confluent's SchemaValidatorBuilder does.
+func withOld(msgs []string, p versioned) []string {
+	if len(msgs) == 0 {
+		return msgs
+	}
+	msgs = append(msgs, fmt.Sprintf("{oldSchemaVersion: %d}", p.version))
+	if old := p.parsed.Canonical(); len(old) <= maxOldSchemaInMessage {
+		msgs = append(msgs, "{oldSchema: '"+old+"'}")
+	} else {
+		msgs = append(msgs, "{oldSchema: <truncated> '"+old[:maxOldSchemaInMessage]+"...'}")
+	}
+	return msgs
+}
+
+// incompatibilities checks c against prev (oldest first) at level, the
+// newest first, as Confluent does: the messages against the first
+// previous schema it cannot live with and Confluent's closing summary;
+// nil when compatible.
+func incompatibilities(level string, c *candidate, prev []versioned) []string {
 	l := levels[level]
 	if !l.transitive && len(prev) > 1 {
 		prev = prev[len(prev)-1:]
 	}
-	var msgs []string
-	for i := len(prev) - 1; i >= 0 && len(msgs) == 0; i-- {
+	for i := len(prev) - 1; i >= 0; i-- {
 		p := prev[i]
-		if p.rec.Type != c.typ {
-			msgs = append(msgs, "Incompatible because of different schema type")
-			continue
+		var msgs []string
+		switch {
+		case p.rec.Type != c.typ:
+			msgs = []string{"Incompatible because of different schema type"}
+		case l.backward && l.forward:
+			msgs = compatible(c.f, p.parsed, c.parsed, "old", "new")
+			msgs = append(msgs, withOld(compatible(c.f, c.parsed, p.parsed, "new", "old"), p)...)
+		case l.backward:
+			msgs = withOld(compatible(c.f, c.parsed, p.parsed, "new", "old"), p)
+		case l.forward:
+			msgs = withOld(compatible(c.f, p.parsed, c.parsed, "old", "new"), p)
 		}
-		if l.backward {
-			msgs = append(msgs, c.f.Compatible(c.parsed, p.parsed)...)
-		}
-		if l.forward {
-			msgs = append(msgs, c.f.Compatible(p.parsed, c.parsed)...)
+		if len(msgs) > 0 {
+			return append(msgs, fmt.Sprintf("{validateFields: 'false', compatibility: '%s'}", level))
 		}
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return append(msgs, fmt.Sprintf("{validateFields: 'false', compatibility: '%s'}", level))
+	return nil
 }
 
 // lookup is POST /subjects/{subject}: the version of subject that holds

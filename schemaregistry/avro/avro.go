@@ -172,39 +172,3 @@ func addRefs(cache *havro.SchemaCache, refs []format.Reference, seen map[string]
 	}
 	return nil
 }
-
-// Compatible implements format.Format: the problems hamba's checker finds
-// reading what writer wrote with reader, in the shape of Confluent's
-// verbose messages.
-func (Format) Compatible(reader, writer format.Schema) []string {
-	r, ok1 := reader.(*Schema)
-	w, ok2 := writer.(*Schema)
-	if !ok1 || !ok2 {
-		return []string{"{errorType:'TYPE_MISMATCH', description:'The schemas are not both Avro'}"}
-	}
-	err := havro.NewSchemaCompatibility().Compatible(r.parsed, w.parsed)
-	if err == nil {
-		return nil
-	}
-	msg := strings.TrimPrefix(err.Error(), "avro: ")
-	return []string{fmt.Sprintf("{errorType:'%s', description:'%s', additionalInfo:'%s'}", errorType(msg), msg, msg)}
-}
-
-// errorType names hamba's finding with Confluent's (Avro's
-// SchemaIncompatibilityType) name for it.
-func errorType(msg string) string {
-	switch {
-	case strings.Contains(msg, "has no default"):
-		return "READER_FIELD_MISSING_DEFAULT_VALUE"
-	case strings.Contains(msg, "missing symbol"):
-		return "MISSING_ENUM_SYMBOLS"
-	case strings.Contains(msg, "names do not match"):
-		return "NAME_MISMATCH"
-	case strings.Contains(msg, "fixed sizes"):
-		return "FIXED_SIZE_MISMATCH"
-	case strings.Contains(msg, "union lacking"):
-		return "MISSING_UNION_BRANCH"
-	default:
-		return "TYPE_MISMATCH"
-	}
-}

@@ -3,6 +3,7 @@ package avro
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,18 +120,75 @@ func TestInvalid(t *testing.T) {
 }
 
 func TestCompatible(t *testing.T) {
-	v1 := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, nil))
-	v2 := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}`, nil))
-	v2d := Must(Format{}.Parse(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string","default":""}]}`, nil))
-	if msgs := (Format{}).Compatible(v2d, v1); msgs != nil {
-		t.Fatalf("adding a field with a default: %v", msgs)
+	parse := func(s string) format.Schema { return Must(Format{}.Parse(s, nil)) }
+	for _, tc := range []struct {
+		name, reader, writer string
+		want                 []string
+	}{
+		{"field added with a default",
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string","default":""}]}`,
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, nil},
+		{"field removed",
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`,
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}`, nil},
+		{"field added without a default",
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}`,
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`,
+			[]string{"{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'b' at path '/fields/1' in the new schema has no default value and is missing in the old schema', additionalInfo:'b'}"}},
+		{"promotion int to long", `"long"`, `"int"`, nil},
+		{"narrowing long to int", `"int"`, `"long"`,
+			[]string{"{errorType:'TYPE_MISMATCH', description:'The type (path '/') of a field in the new schema does not match with the old schema', additionalInfo:'reader type: INT not compatible with writer type: LONG'}"}},
+		{"nested type change",
+			`{"type":"record","name":"R","fields":[{"name":"a","type":{"type":"array","items":"string"}}]}`,
+			`{"type":"record","name":"R","fields":[{"name":"a","type":{"type":"array","items":"int"}}]}`,
+			[]string{"{errorType:'TYPE_MISMATCH', description:'The type (path '/fields/0/type/items') of a field in the new schema does not match with the old schema', additionalInfo:'reader type: STRING not compatible with writer type: INT'}"}},
+		{"renamed record",
+			`{"type":"record","name":"S","fields":[]}`, `{"type":"record","name":"R","fields":[]}`,
+			[]string{"{errorType:'NAME_MISMATCH', description:'The name of the schema has changed (path '/name')', additionalInfo:'expected: R'}"}},
+		{"renamed with an alias", `{"type":"record","name":"S","aliases":["R"],"fields":[]}`, `{"type":"record","name":"R","fields":[]}`, nil},
+		{"enum symbols removed",
+			`{"type":"enum","name":"E","symbols":["A"]}`, `{"type":"enum","name":"E","symbols":["C","A","B"]}`,
+			[]string{"{errorType:'MISSING_ENUM_SYMBOLS', description:'The new schema is missing enum symbols '[B, C]' at path '/symbols' in the old schema', additionalInfo:'[B, C]'}"}},
+		{"enum symbols removed, reader default", `{"type":"enum","name":"E","symbols":["A"],"default":"A"}`, `{"type":"enum","name":"E","symbols":["A","B"]}`, nil},
+		{"fixed size",
+			`{"type":"fixed","name":"F","size":4}`, `{"type":"fixed","name":"F","size":8}`,
+			[]string{"{errorType:'FIXED_SIZE_MISMATCH', description:'The size of FIXED type field at path '/size' in the new schema does not match with the old schema', additionalInfo:'expected: 8, found: 4'}"}},
+		{"union branch dropped",
+			`{"type":"record","name":"R","fields":[{"name":"a","type":["null","int"]}]}`,
+			`{"type":"record","name":"R","fields":[{"name":"a","type":["null","int","string"]}]}`,
+			[]string{"{errorType:'MISSING_UNION_BRANCH', description:'The new schema is missing a type inside a union field at path '/fields/0/type/2' in the old schema', additionalInfo:'reader union lacking writer type: STRING'}"}},
+		{"writer union into a non-union",
+			`"string"`, `["null","string"]`,
+			[]string{"{errorType:'TYPE_MISMATCH', description:'The type (path '/0') of a field in the new schema does not match with the old schema', additionalInfo:'reader type: STRING not compatible with writer type: NULL'}"}},
+		{"reader union lacks the writer's type",
+			`["null","string"]`, `"int"`,
+			[]string{"{errorType:'MISSING_UNION_BRANCH', description:'The new schema is missing a type inside a union field at path '/' in the old schema', additionalInfo:'reader union lacking writer type: INT'}"}},
+		{"recursive types",
+			`{"type":"record","name":"N","fields":[{"name":"v","type":"long"},{"name":"next","type":["null","N"]}]}`,
+			`{"type":"record","name":"N","fields":[{"name":"v","type":"int"},{"name":"next","type":["null","N"]}]}`, nil},
+		{"two findings",
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}`,
+			`{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`,
+			[]string{
+				"{errorType:'TYPE_MISMATCH', description:'The type (path '/fields/0/type') of a field in the new schema does not match with the old schema', additionalInfo:'reader type: INT not compatible with writer type: STRING'}",
+				"{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'b' at path '/fields/1' in the new schema has no default value and is missing in the old schema', additionalInfo:'b'}",
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Format{}.Compatible(parse(tc.reader), parse(tc.writer))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Compatible\n got %q\nwant %q", got, tc.want)
+			}
+			// hamba's checker reaches the same verdict.
+			hamba := havro.NewSchemaCompatibility().Compatible(parse(tc.reader).(*Schema).Avro(), parse(tc.writer).(*Schema).Avro())
+			if (hamba == nil) != (got == nil) {
+				t.Fatalf("hamba: %v, ours: %q", hamba, got)
+			}
+		})
 	}
-	msgs := Format{}.Compatible(v2, v1)
-	if want := []string{"{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'reader field b is missing in writer schema and has no default', additionalInfo:'reader field b is missing in writer schema and has no default'}"}; len(msgs) != 1 || msgs[0] != want[0] {
-		t.Fatalf("adding a field without a default: %q", msgs)
-	}
-	if msgs := (Format{}).Compatible(v1, v2); msgs != nil {
-		t.Fatalf("reading v2 with v1: %v", msgs)
+	got := Format{}.CompatibleAs(parse(`"int"`), parse(`"long"`), "old", "new")
+	if want := "{errorType:'TYPE_MISMATCH', description:'The type (path '/') of a field in the old schema does not match with the new schema', additionalInfo:'reader type: INT not compatible with writer type: LONG'}"; len(got) != 1 || got[0] != want {
+		t.Fatalf("CompatibleAs(old, new): %q", got)
 	}
 }
 

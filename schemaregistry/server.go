@@ -25,7 +25,8 @@ type Config struct {
 	// Formats are the schema types served, keyed by schemaType (AVRO,
 	// JSON, PROTOBUF); DefaultFormats when nil.
 	Formats map[string]format.Format
-	Logger  *slog.Logger
+	// Logger is the registry's, its component named by the caller.
+	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body (default 16 MiB); a larger one
 	// is answered 413.
 	MaxBodyBytes int64
@@ -83,7 +84,7 @@ type Server struct {
 // New returns a Server.
 func New(cfg Config) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger.With("component", "schemaregistry"), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux()}
 	s.cache = newCache(cfg.CacheSize, cfg.SubjectTTL)
 	s.routes()
 	return s

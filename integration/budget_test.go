@@ -164,6 +164,7 @@ func hostileRound(t *testing.T, p *proc, peers []hostilePeer, goodRecords int, t
 		go func() { defer wg.Done(); h.run(hctx, t, p.Addr, int32(i)) }()
 	}
 	if goodRecords > 0 {
+		createTopicWith(t, ctx, p.Addr, topic, 1, nil)
 		produceAndReadBack(t, ctx, p.Addr, topic, goodRecords)
 	}
 	wg.Wait()
@@ -183,8 +184,7 @@ func hostileRound(t *testing.T, p *proc, peers []hostilePeer, goodRecords int, t
 // and reads every one back in order.
 func produceAndReadBack(t *testing.T, ctx context.Context, addr, topic string, n int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func orderSerde(t *testing.T, id int) *sr.Serde {
 	return &serde
 }
 
-func createValidatedTopic(t *testing.T, ctx context.Context, addr, topic string, partitions int32, configs map[string]*string) {
+func createTopicWith(t *testing.T, ctx context.Context, addr, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -120,7 +120,7 @@ func TestSchemaRegistryOnFloeDev(t *testing.T) {
 func validationRound(t *testing.T, ctx context.Context, addr string, reg *sr.Client, id int, topic string) {
 	t.Helper()
 	full := "full"
-	createValidatedTopic(t, ctx, addr, topic, 5, map[string]*string{"confluent.value.schema.validation": &full})
+	createTopicWith(t, ctx, addr, topic, 5, map[string]*string{"confluent.value.schema.validation": &full})
 	other, err := reg.CreateSchema(ctx, "elsewhere-value", sr.Schema{Schema: `{"type":"record","name":"Other","fields":[{"name":"x","type":"int"}]}`})
 	if err != nil {
 		t.Fatal(err)
@@ -201,5 +201,5 @@ func TestSchemaRegistryAcrossAgents(t *testing.T) {
 	}
 	// A schema registered through one agent validates records produced
 	// through the other.
-	validationRound(t, ctx, agents[1].Addr, first, v1.ID, "orders-agents")
+	validationRound(t, ctx, agents[1].Addr, first, v1.ID, "orders")
 }

@@ -229,6 +229,8 @@ func TestHTTPModes(t *testing.T) {
 	ts.expect(t, "PUT", "/mode", `{"mode":"IMPORT"}`, 422, `{"error_code":42205,"message":"Cannot import since found existing subjects"}`)
 	ts.expect(t, "PUT", "/mode?force=true", `{"mode":"IMPORT"}`, 200, `{"mode":"IMPORT"}`)
 	ts.expect(t, "DELETE", "/mode/t", "", 200, `{"mode":"IMPORT"}`)
+	ts.expect(t, "DELETE", "/mode", "", 200, `{"mode":"IMPORT"}`)
+	ts.expect(t, "DELETE", "/mode", "", 200, `{"mode":"READWRITE"}`)
 	ts.expect(t, "PUT", "/mode", `{"mode":"READWRITE"}`, 200, `{"mode":"READWRITE"}`)
 	// Ids allocated after an import go past the imported ones.
 	ts.expect(t, "POST", "/subjects/u/versions", body(`"int"`), 200, `{"version":1,"id":101,"schemaType":"AVRO","schema":"\"int\""}`)

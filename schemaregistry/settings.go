@@ -234,10 +234,11 @@ func (s *Server) deleteMode(ctx context.Context, r *http.Request) (any, error) {
 	err = s.store.UpdateSchemas(ctx, func(w metadata.SchemaWriter) error {
 		m, err := w.SchemaMode(ctx, subject)
 		if errors.Is(err, metadata.ErrNotFound) {
-			if subject == "" {
-				return errSubjectNotFound("null")
+			if subject != "" {
+				return errSubjectNotFound(subject)
 			}
-			return errSubjectNotFound(subject)
+			// The registry's mode is READWRITE when none is set.
+			m, err = modeReadWrite, nil
 		}
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,22 +14,20 @@ import (
 
 // The reads: GET /schemas…, GET /subjects….
 
-// Confluent's schema.search.default.limit and schema.search.max.limit: a
-// limit above the maximum, or none, is the default.
+// Confluent's schema.search.default.limit and schema.search.max.limit
+// (GET /schemas): a limit above the maximum, or none, is the default.
+// Subjects and versions are listed without a limit unless one is asked.
 const (
-	defaultLimit = 1000
-	maxLimit     = 1000
+	schemaLimit = 1000
+	noLimit     = math.MaxInt32
 )
 
-func normalizeLimit(limit int) int {
-	if limit > 0 && limit <= maxLimit {
-		return limit
+// page cuts items to offset and limit as Confluent does, limit normalized
+// to at most max (and max when none or out of range).
+func page[T any](items []T, offset, limit, max int) []T {
+	if limit <= 0 || limit > max {
+		limit = max
 	}
-	return defaultLimit
-}
-
-// page cuts items to offset and limit as Confluent does.
-func page[T any](items []T, offset, limit int) []T {
 	if offset < 0 {
 		offset = 0
 	}
@@ -36,7 +35,7 @@ func page[T any](items []T, offset, limit int) []T {
 		return []T{}
 	}
 	items = items[offset:]
-	if limit = normalizeLimit(limit); len(items) > limit {
+	if len(items) > limit {
 		items = items[:limit]
 	}
 	return items
@@ -173,10 +172,7 @@ func paged[T any](r *http.Request, items []T) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	if offset == 0 && limit < 0 {
-		return items, nil
-	}
-	return page(items, offset, limit), nil
+	return page(items, offset, limit, noLimit), nil
 }
 
 func (s *Server) getSubjectsByID(ctx context.Context, r *http.Request) (any, error) {
@@ -235,7 +231,7 @@ func (s *Server) getSchemas(ctx context.Context, r *http.Request) (any, error) {
 		}
 		vs = last
 	}
-	vs = page(vs, offset, limit)
+	vs = page(vs, offset, limit, schemaLimit)
 	out := make([]schemaJSON, 0, len(vs))
 	for _, v := range vs {
 		p, err := s.parsed(ctx, rd, v.SchemaID)

@@ -205,6 +205,9 @@ func TestHTTPModes(t *testing.T) {
 	ts.expect(t, "PUT", "/mode/s", `{"mode":"READONLY"}`, 200, `{"mode":"READONLY"}`)
 	ts.expect(t, "POST", "/subjects/s/versions", body(recV2), 422,
 		`{"error_code":42205,"message":"Subject s in context . is in read-only mode"}`)
+	// A schema already registered is answered before the mode is looked
+	// at, as in Confluent.
+	ts.expect(t, "POST", "/subjects/s/versions", body(recV1), 200, `{"version":1,"id":1,"schemaType":"AVRO","schema":`+q(recV1)+`}`)
 	ts.expect(t, "DELETE", "/subjects/s/versions/1", "", 422,
 		`{"error_code":42205,"message":"Subject s in context . is in read-only mode"}`)
 	ts.expect(t, "DELETE", "/subjects/s", "", 422,

@@ -233,6 +233,16 @@ func (s *Server) register(ctx context.Context, r *http.Request) (any, error) {
 		version = *req.Version
 	}
 	force := queryBool(r, "force")
+	if version == 0 {
+		found, err := s.alreadyRegistered(ctx, subject, req, id, queryBool(r, "normalize"))
+		if err != nil {
+			return nil, err
+		}
+		if found != nil {
+			found.Subject = ""
+			return *found, nil
+		}
+	}
 	var out schemaJSON
 	err = s.store.UpdateSchemas(ctx, func(w metadata.SchemaWriter) error {
 		var err error
@@ -245,6 +255,54 @@ func (s *Server) register(ctx context.Context, r *http.Request) (any, error) {
 	}
 	out.Subject = "" // Confluent's RegisterSchemaResponse has none
 	return out, nil
+}
+
+// registered returns the latest of the live versions that holds the
+// candidate (with id, when one is given), or nil.
+func (s *Server) registered(ctx context.Context, r metadata.SchemaReader, lives []metadata.SubjectVersion, c *candidate, id int, normalize bool) (*schemaJSON, error) {
+	fp := c.fingerprint()
+	for i := len(lives) - 1; i >= 0; i-- {
+		v := lives[i]
+		if id > 0 && v.SchemaID != id {
+			continue
+		}
+		p, err := s.parsed(ctx, r, v.SchemaID)
+		if err != nil {
+			return &schemaJSON{}, err
+		}
+		if p.rec.Fingerprint == fp || (c.metadata == p.rec.Metadata && c.ruleSet == p.rec.RuleSet && c.matches(p, normalize)) {
+			out := subjectSchema(v, p.rec)
+			return &out, nil
+		}
+	}
+	return nil, nil
+}
+
+// alreadyRegistered is register's path without the registry's write
+// lock: a schema already under the subject is answered from a read, as
+// Confluent answers it before it takes its lock (and before it looks at
+// the mode). Every producer with auto.register.schemas registers its
+// schema at start; those registrations do not queue behind each other.
+func (s *Server) alreadyRegistered(ctx context.Context, subject string, req registerRequest, id int, normalize bool) (*schemaJSON, error) {
+	rd := s.store.Schemas()
+	all, err := rd.SubjectVersions(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	lives := live(all, false)
+	if len(lives) == 0 || strings.TrimSpace(req.Schema) == "" {
+		return nil, nil
+	}
+	cfg, err := configIn(ctx, rd, subject)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.parseRequest(ctx, rd, &req, normalize || cfg.Normalize)
+	if err != nil {
+		// The locked path answers it.
+		return nil, nil
+	}
+	return s.registered(ctx, rd, lives, c, id, normalize || cfg.Normalize)
 }
 
 func (s *Server) registerTx(ctx context.Context, w metadata.SchemaWriter, subject string, req *registerRequest, id, version int, normalize, force bool) (schemaJSON, error) {
@@ -290,18 +348,8 @@ func (s *Server) registerTx(ctx context.Context, w metadata.SchemaWriter, subjec
 
 	// Registered under this subject already: its version, no check.
 	if version == 0 {
-		for i := len(lives) - 1; i >= 0; i-- {
-			v := lives[i]
-			if id > 0 && v.SchemaID != id {
-				continue
-			}
-			p, err := s.parsed(ctx, w, v.SchemaID)
-			if err != nil {
-				return schemaJSON{}, err
-			}
-			if p.rec.Fingerprint == fp || (c.metadata == p.rec.Metadata && c.ruleSet == p.rec.RuleSet && c.matches(p, normalize || cfg.Normalize)) {
-				return subjectSchema(v, p.rec), nil
-			}
+		if found, err := s.registered(ctx, w, lives, c, id, normalize || cfg.Normalize); found != nil || err != nil {
+			return *found, err
 		}
 	}
 

@@ -43,7 +43,7 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
 	}
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, franzGoFetchManager)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1)) // Run creates the topics
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestWorkloadUnderKfakeFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
 	}
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, franzGoFetchManager)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +119,12 @@ func TestWorkloadUnderKfakeFaults(t *testing.T) {
 		t.Errorf("no op with an unknown outcome in %v", res.Stats.OpsByType)
 	}
 }
+
+// franzGoFetchManager: now and then (once in four runs) a single franz-go
+// v1.22.3 fetch-manager goroutine outlives a closed client's consumer
+// session, with no other goroutine of that client left, so it is franz-go's
+// and not a client the workload forgot to close.
+var franzGoFetchManager = goleak.IgnoreTopFunction("github.com/twmb/franz-go/pkg/kgo.(*fetchManager).manageFetchConcurrency")
 
 func testConfig(c *kfake.Cluster, d time.Duration) Config {
 	level := slog.LevelWarn

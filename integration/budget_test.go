@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -10,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"floe/internal/testpki"
 )
 
 // Issue 26: five connections that each started a 90 MiB Produce frame and
@@ -31,10 +36,18 @@ type hostilePeer struct {
 	sendFor time.Duration
 	upTo    int
 	trickle bool
+	// tls, if set, connects with TLS.
+	tls *tls.Config
 }
 
 func (h hostilePeer) run(ctx context.Context, t *testing.T, addr string, corr int32) {
-	c, err := net.Dial("tcp", addr)
+	var c net.Conn
+	var err error
+	if h.tls != nil {
+		c, err = tls.Dial("tcp", addr, h.tls)
+	} else {
+		c, err = net.Dial("tcp", addr)
+	}
 	if err != nil {
 		t.Errorf("hostile dial: %v", err)
 		return
@@ -154,6 +167,11 @@ func waitHeldZero(t *testing.T, p *proc, d time.Duration) {
 // goodRecords produced and read back by a well-behaved client meanwhile
 // (0: none).
 func hostileRound(t *testing.T, p *proc, peers []hostilePeer, goodRecords int, topic string) {
+	hostileRoundAt(t, p, p.Addr, peers, goodRecords, topic)
+}
+
+// hostileRoundAt is hostileRound with the peers on the listener at addr.
+func hostileRoundAt(t *testing.T, p *proc, addr string, peers []hostilePeer, goodRecords int, topic string) {
 	ctx := testContext(t, 2*time.Minute)
 	stopProbe := probe(ctx, t, p.Addr)
 	var wg sync.WaitGroup
@@ -161,7 +179,7 @@ func hostileRound(t *testing.T, p *proc, peers []hostilePeer, goodRecords int, t
 	defer hcancel()
 	for i, h := range peers {
 		wg.Add(1)
-		go func() { defer wg.Done(); h.run(hctx, t, p.Addr, int32(i)) }()
+		go func() { defer wg.Done(); h.run(hctx, t, addr, int32(i)) }()
 	}
 	if goodRecords > 0 {
 		createTopicWith(t, ctx, p.Addr, topic, 1, nil)
@@ -226,6 +244,22 @@ func TestLargeFramesThatLeaveDoNotStopFloeDev(t *testing.T) {
 	t.Run("beside-producers", func(t *testing.T) {
 		hostileRound(t, p, closing(10, 4*time.Second, bigFrame), 2000, "good-dev")
 	})
+}
+
+// TestLargeFramesThatLeaveDoNotStopTLS: the same over an SSL listener,
+// where a waiting reader looks through TLS at the socket beneath.
+func TestLargeFramesThatLeaveDoNotStopTLS(t *testing.T) {
+	ca := testpki.NewCA(t, t.TempDir(), "floe test CA")
+	cert, key := ca.Issue(t, "server", 0, pkix.Name{CommonName: "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	plain, ssl := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startFloe(t, "dev", "--data-dir", t.TempDir(), "--listeners", fmt.Sprintf("PLAINTEXT://%s,SSL://%s", plain, ssl),
+		"--tls-cert", cert, "--tls-key", key)
+	p.Addr = plain // the prober's
+	peers := closing(5, 3*time.Second, bigFrame)
+	for i := range peers {
+		peers[i].tls = ca.ClientConfig(nil)
+	}
+	hostileRoundAt(t, p, ssl, peers, 0, "")
 }
 
 // TestTricklingFramesDoNotStopFloeDev: peers that send 1 byte a second

@@ -43,6 +43,13 @@ func TestClient(t *testing.T) {
 		if v1.Subject != "rec-value" || v1.Version != 1 || v1.ID != 1 || v1.Schema.Schema != recV1 || v1.Type != sr.TypeAvro {
 			t.Fatalf("CreateSchema: %+v", v1)
 		}
+		if v1.GUID == "" {
+			t.Fatalf("no guid: %+v", v1)
+		}
+		byGUID, err := cl.SchemaByGUID(ctx, v1.GUID)
+		if err != nil || byGUID.Schema.Schema != recV1 {
+			t.Fatalf("SchemaByGUID: %+v %v", byGUID, err)
+		}
 		v2, err := cl.CreateSchema(ctx, "rec-value", avroSchema(recV2))
 		if err != nil || v2.Version != 2 || v2.ID != 2 {
 			t.Fatalf("evolve: %+v %v", v2, err)

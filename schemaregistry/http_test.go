@@ -82,6 +82,16 @@ func TestHTTPFlow(t *testing.T) {
 	ts.expect(t, "GET", "/schemas/ids/2/subjects", "", 200, `["other","s"]`)
 	ts.expect(t, "GET", "/schemas/ids/2?subject=s", "", 200, `{"subject":"s","version":1,"schemaType":"AVRO","schema":`+q(recV1)+`}`)
 	ts.expect(t, "GET", "/schemas/ids/2?subject=p", "", 200, `{"schemaType":"AVRO","schema":`+q(recV1)+`}`)
+	// Confluent 8's guids: the content's, whatever its id.
+	_, byID := ts.do(t, "GET", "/schemas/ids/2", "", "")
+	var withGUID struct{ GUID string }
+	if err := json.Unmarshal([]byte(byID), &withGUID); err != nil || withGUID.GUID == "" {
+		t.Fatalf("no guid in %s", byID)
+	}
+	ts.expect(t, "GET", "/schemas/guids/"+withGUID.GUID, "", 200, `{"schemaType":"AVRO","schema":`+q(recV1)+`}`)
+	ts.expect(t, "GET", "/schemas/guids/"+withGUID.GUID+"/ids", "", 200, `[{"context":".","id":2}]`)
+	ts.expect(t, "GET", "/schemas/guids/00000000-0000-0000-0000-000000000000", "", 404,
+		`{"error_code":40403,"message":"Schema 00000000-0000-0000-0000-000000000000 not found"}`)
 	ts.expect(t, "GET", "/schemas/ids/2/versions", "", 200, `[{"subject":"other","version":1},{"subject":"s","version":1}]`)
 	ts.expect(t, "GET", "/schemas?subjectPrefix=s&latestOnly=true", "", 200,
 		`[{"subject":"s","version":2,"id":3,"schemaType":"AVRO","schema":`+q(recV2)+`}]`)
@@ -287,6 +297,8 @@ func TestHTTPBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, got := ts.do(t, tc.method, tc.path, tc.ct, tc.body)
+			checkGUIDs(t, got)
+			got = guidField.ReplaceAllString(got, "")
 			if status != tc.status {
 				t.Fatalf("status %d, want %d: %s", status, tc.status, got)
 			}

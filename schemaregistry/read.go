@@ -54,12 +54,19 @@ func idParam(r *http.Request) (int, error) {
 type schemaStringJSON struct {
 	Subject    string          `json:"subject,omitempty"`
 	Version    int             `json:"version,omitempty"`
+	GUID       string          `json:"guid,omitempty"`
 	SchemaType string          `json:"schemaType,omitempty"`
 	Schema     string          `json:"schema"`
 	References []reference     `json:"references,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
 	MaxID      int             `json:"maxId,omitempty"`
+}
+
+// schemaString is Confluent's SchemaString of p.
+func schemaString(r *http.Request, p *parsedSchema) schemaStringJSON {
+	return schemaStringJSON{GUID: guidOf(p.rec), SchemaType: p.rec.Type, Schema: schemaText(r, p), References: toRefs(p.rec.References),
+		Metadata: rawOrNil(p.rec.Metadata), RuleSet: rawOrNil(p.rec.RuleSet)}
 }
 
 // schemaOrNotFound reads schema id for an answer: 40403 when there is
@@ -81,8 +88,7 @@ func (s *Server) getSchemaByID(ctx context.Context, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	out := schemaStringJSON{SchemaType: p.rec.Type, Schema: schemaText(r, p), References: toRefs(p.rec.References),
-		Metadata: rawOrNil(p.rec.Metadata), RuleSet: rawOrNil(p.rec.RuleSet)}
+	out := schemaString(r, p)
 	// With ?subject=, the version of the schema under that subject too
 	// (Confluent 8's SchemaString).
 	if subject := r.URL.Query().Get("subject"); subject != "" {

@@ -42,6 +42,7 @@ type schemaJSON struct {
 	Subject    string          `json:"subject,omitempty"`
 	Version    int             `json:"version,omitempty"`
 	ID         int             `json:"id"`
+	GUID       string          `json:"guid,omitempty"`
 	SchemaType string          `json:"schemaType,omitempty"`
 	References []reference     `json:"references,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
@@ -73,7 +74,7 @@ func rawOrNil(s string) json.RawMessage {
 }
 
 func subjectSchema(v metadata.SubjectVersion, rec metadata.RegisteredSchema) schemaJSON {
-	return schemaJSON{Subject: v.Subject, Version: v.Version, ID: rec.ID, SchemaType: rec.Type,
+	return schemaJSON{Subject: v.Subject, Version: v.Version, ID: rec.ID, GUID: guidOf(rec), SchemaType: rec.Type,
 		References: toRefs(rec.References), Metadata: rawOrNil(rec.Metadata), RuleSet: rawOrNil(rec.RuleSet), Schema: rec.Schema}
 }
 

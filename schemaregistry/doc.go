@@ -18,6 +18,7 @@
 //   - settings.go: /config and /mode.
 //   - cache.go: parsed schemas by id and subjects' versions, and the
 //     exported look-ups.
+//   - guid.go: Confluent 8's content guids and GET /schemas/guids.
 //   - formats.go: the schema types served.
 //
 // The schema formats live in subpackages behind format.Format (avro,

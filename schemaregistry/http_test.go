@@ -164,6 +164,24 @@ func TestHTTPFlow(t *testing.T) {
 		`{"subject":"n","version":1,"id":5,"schemaType":"AVRO","schema":`+q(nNorm)+`}`)
 }
 
+// TestHTTPMetadataRuleSet: metadata and ruleSet are stored and returned
+// as given (compact), and are part of what makes a schema the same one.
+func TestHTTPMetadataRuleSet(t *testing.T) {
+	ts := newTestServer(t, openSQLite(t))
+	md := `{"properties":{"owner":"team-a"},"tags":{"f":["PII"]}}`
+	rs := `{"domainRules":[{"name":"r","kind":"CONDITION","mode":"WRITE","type":"CEL","expr":"message.a > 0"}]}`
+	req := `{"schema":` + q(`"int"`) + `,"metadata": ` + md + `,"ruleSet":` + rs + `}`
+	ts.expect(t, "POST", "/subjects/m/versions", req, 200,
+		`{"version":1,"id":1,"schemaType":"AVRO","metadata":`+md+`,"ruleSet":`+rs+`,"schema":"\"int\""}`)
+	ts.expect(t, "GET", "/subjects/m/versions/1", "", 200,
+		`{"subject":"m","version":1,"id":1,"schemaType":"AVRO","metadata":`+md+`,"ruleSet":`+rs+`,"schema":"\"int\""}`)
+	ts.expect(t, "GET", "/schemas/ids/1", "", 200, `{"schemaType":"AVRO","schema":"\"int\"","metadata":`+md+`,"ruleSet":`+rs+`}`)
+	// The same text without them is another schema, with its own id.
+	ts.expect(t, "POST", "/subjects/m/versions", body(`"int"`), 200, `{"version":2,"id":2,"schemaType":"AVRO","schema":"\"int\""}`)
+	ts.expect(t, "POST", "/subjects/m/versions", req, 200,
+		`{"version":1,"id":1,"schemaType":"AVRO","metadata":`+md+`,"ruleSet":`+rs+`,"schema":"\"int\""}`)
+}
+
 func TestHTTPReferences(t *testing.T) {
 	ts := newTestServer(t, openSQLite(t))
 	addr := `{"type":"record","name":"Addr","namespace":"com.ex","fields":[{"name":"city","type":"string"}]}`

@@ -73,6 +73,8 @@ func TestHTTPFlow(t *testing.T) {
 	ts.expect(t, "DELETE", "/subjects/a%2Fb%20c?permanent=true", "", 200, `[1]`)
 	ts.expect(t, "GET", "/subjects", "", 200, `["other","p","s"]`)
 	ts.expect(t, "GET", "/subjects?subjectPrefix=o", "", 200, `["other"]`)
+	ts.expect(t, "GET", "/subjects?subjectPrefix=:.:o", "", 200, `["other"]`)
+	ts.expect(t, "GET", "/subjects?subjectPrefix=:*:", "", 200, `["other","p","s"]`)
 	ts.expect(t, "GET", "/subjects?offset=1&limit=1", "", 200, `["p"]`)
 	ts.expect(t, "GET", "/subjects?limit=5000", "", 200, `["other","p","s"]`)
 	ts.expect(t, "GET", "/subjects/s/versions", "", 200, `[1,2]`)

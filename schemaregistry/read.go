@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"floe/metadata"
 )
@@ -223,7 +224,7 @@ func (s *Server) getSchemas(ctx context.Context, r *http.Request) (any, error) {
 		return nil, err
 	}
 	rd := s.store.Schemas()
-	vs, err := rd.AllSubjectVersions(ctx, r.URL.Query().Get("subjectPrefix"))
+	vs, err := rd.AllSubjectVersions(ctx, subjectPrefix(r))
 	if err != nil {
 		return nil, err
 	}
@@ -251,13 +252,22 @@ func (s *Server) getSchemas(ctx context.Context, r *http.Request) (any, error) {
 	return out, nil
 }
 
+// subjectPrefix is the request's subjectPrefix, Confluent's names of
+// every context (":*:") and of the default one (":.:", floe's only) being
+// every subject.
+func subjectPrefix(r *http.Request) string {
+	p := r.URL.Query().Get("subjectPrefix")
+	for _, ctx := range []string{":*:", ":.:"} {
+		if strings.HasPrefix(p, ctx) {
+			return p[len(ctx):]
+		}
+	}
+	return p
+}
+
 // getSubjects is GET /subjects.
 func (s *Server) getSubjects(ctx context.Context, r *http.Request) (any, error) {
-	prefix := r.URL.Query().Get("subjectPrefix")
-	if prefix == ":*:" {
-		prefix = "" // Confluent's "every context"
-	}
-	vs, err := s.store.Schemas().AllSubjectVersions(ctx, prefix)
+	vs, err := s.store.Schemas().AllSubjectVersions(ctx, subjectPrefix(r))
 	if err != nil {
 		return nil, err
 	}

@@ -282,9 +282,11 @@ func queryInt(r *http.Request, name string, def int) (int, error) {
 }
 
 // subjectParam returns the path's subject, refused when Confluent refuses
-// it (empty, or with control characters).
+// it (empty, or with control characters). A subject qualified with the
+// default context (":.:s") is the subject itself, as Confluent normalizes
+// it.
 func subjectParam(r *http.Request) (string, error) {
-	subject := r.PathValue("subject")
+	subject := strings.TrimPrefix(r.PathValue("subject"), ":.:")
 	if subject == "" || strings.ContainsFunc(subject, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 		return "", errInvalidSubject(subject)
 	}

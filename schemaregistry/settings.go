@@ -47,8 +47,10 @@ func (s *Server) getConfig(ctx context.Context, r *http.Request) (any, error) {
 }
 
 // settingsSubject is the path's subject, "" for the registry's settings.
+// The default context's name (":.:") is the registry too, as in
+// Confluent.
 func settingsSubject(r *http.Request) (string, error) {
-	if r.PathValue("subject") == "" {
+	if p := r.PathValue("subject"); p == "" || p == ":.:" {
 		return "", nil
 	}
 	return subjectParam(r)

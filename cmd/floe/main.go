@@ -39,6 +39,7 @@ Usage:
   floe user VERB       add, delete or list SASL/SCRAM users in the metadata store
   floe group VERB      list, describe or reset-offsets of consumer groups (Kafka admin API)
   floe acl VERB        add, remove or list ACLs (Kafka admin API)
+  floe schema VERB     list, get, register, check, delete, config or mode of the schema registry
 
 Run 'floe <command> --help' for the flags of a command. Every flag can also
 be set through the environment as FLOE_<NAME> (e.g. --flush-interval is

@@ -1,0 +1,291 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The fault kinds. Partitions pick a direction (both, in, out) at random.
+const (
+	PartitionPostgres Kind = "partition-postgres" // an agent from PostgreSQL
+	PartitionMinIO    Kind = "partition-minio"    // an agent from MinIO
+	PartitionClients  Kind = "partition-clients"  // an agent's Kafka listener from the clients
+	PartitionAgents   Kind = "partition-agents"   // an agent (the minority) from the other agents
+	Loss              Kind = "loss"               // random loss of an agent's packets (iptables statistic)
+	Delay             Kind = "delay"              // tc netem latency on an agent's link (when the kernel has netem)
+	PauseAgent        Kind = "pause-agent"        // SIGSTOP an agent past its lease TTLs, then SIGCONT
+	KillAgent         Kind = "kill-agent"         // kill -9 an agent, restart it
+	KillCompactor     Kind = "kill-compactor"     // kill -9 the compactor, restart it
+	RestartPostgres   Kind = "restart-postgres"   // pg_ctl stop -m immediate, start
+	KillMinIO         Kind = "kill-minio"         // kill -9 MinIO, restart it
+	PauseMinIO        Kind = "pause-minio"        // SIGSTOP MinIO, then SIGCONT
+)
+
+// AllKinds lists every fault kind.
+var AllKinds = []Kind{PartitionPostgres, PartitionMinIO, PartitionClients, PartitionAgents, Loss, Delay,
+	PauseAgent, KillAgent, KillCompactor, RestartPostgres, KillMinIO, PauseMinIO}
+
+// ParseKinds parses a comma-separated list of kinds ("all" for AllKinds).
+func ParseKinds(s string) ([]Kind, error) {
+	if s == "" || s == "all" {
+		return AllKinds, nil
+	}
+	var ks []Kind
+	for f := range strings.SplitSeq(s, ",") {
+		k := Kind(strings.TrimSpace(f))
+		found := false
+		for _, a := range AllKinds {
+			found = found || a == k
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown fault kind %q", k)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// Cluster is what the nemesis acts on.
+type Cluster struct {
+	Net       *Net
+	Agents    []Target // agent i runs in Net.AgentNS(i)
+	Compactor Target
+	Postgres  Target
+	MinIO     Target
+	PGPort    int // on Net.RootIP
+	MinIOPort int // on Net.RootIP
+	KafkaPort int // each agent's Kafka listener
+	HTTPPort  int // each agent's HTTP listener (peers' read cache)
+	AgentTTL  time.Duration
+}
+
+// Config is a schedule's configuration.
+type Config struct {
+	Seed  uint64
+	Kinds []Kind
+	// Gap is the longest quiet time between two faults (a fault starts
+	// after a uniform random gap in [Gap/4, Gap]); 10s by default.
+	Gap time.Duration
+	// Hold is the longest time a fault lasts ([Hold/4, Hold]; 15s). Pauses
+	// of agents last at least twice AgentTTL, whatever Hold.
+	Hold   time.Duration
+	Logger *slog.Logger
+}
+
+// Event is one line of the timeline.
+type Event struct {
+	At     time.Duration `json:"at_ns"` // since the nemesis started
+	Wall   time.Time     `json:"wall"`
+	Kind   Kind          `json:"kind"`
+	Action string        `json:"action"` // "start" or "heal"
+	Target string        `json:"target"`
+	Detail string        `json:"detail,omitempty"`
+	Err    string        `json:"error,omitempty"`
+}
+
+// Nemesis runs a random schedule of faults on a cluster.
+type Nemesis struct {
+	c     Cluster
+	cfg   Config
+	rng   *rand.Rand
+	start time.Time
+
+	mu       sync.Mutex // guards timeline and injected
+	timeline []Event
+	injected map[Kind]int
+}
+
+// New returns a nemesis; Run starts its schedule.
+func New(c Cluster, cfg Config) *Nemesis {
+	if cfg.Gap <= 0 {
+		cfg.Gap = 10 * time.Second
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 15 * time.Second
+	}
+	if len(cfg.Kinds) == 0 {
+		cfg.Kinds = AllKinds
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	var kinds []Kind
+	for _, k := range cfg.Kinds {
+		if k == Delay && (c.Net == nil || !c.Net.Netem) {
+			cfg.Logger.Warn("no tc netem in this kernel: delay faults left out")
+			continue
+		}
+		kinds = append(kinds, k)
+	}
+	cfg.Kinds = kinds
+	return &Nemesis{c: c, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65)), injected: map[Kind]int{}}
+}
+
+// Timeline returns the events so far.
+func (n *Nemesis) Timeline() []Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Event(nil), n.timeline...)
+}
+
+// Injected counts the faults started per kind.
+func (n *Nemesis) Injected() map[Kind]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := make(map[Kind]int, len(n.injected))
+	for k, v := range n.injected {
+		m[k] = v
+	}
+	return m
+}
+
+func (n *Nemesis) log(k Kind, action, target, detail string, err error) {
+	e := Event{At: time.Since(n.start), Wall: time.Now().UTC(), Kind: k, Action: action, Target: target, Detail: detail}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	n.mu.Lock()
+	n.timeline = append(n.timeline, e)
+	if action == "start" && err == nil {
+		n.injected[k]++
+	}
+	n.mu.Unlock()
+	n.cfg.Logger.Info("nemesis", "kind", k, "action", action, "target", target, "detail", detail, "err", err)
+}
+
+func (n *Nemesis) between(max time.Duration) time.Duration {
+	lo := max / 4
+	return lo + time.Duration(n.rng.Int64N(int64(max-lo)+1))
+}
+
+// Run injects faults one at a time until ctx ends, each held then healed;
+// the fault in progress when ctx ends is healed before Run returns.
+// Faults follow Config.Kinds in a shuffled round, so that every kind
+// occurs once per round.
+func (n *Nemesis) Run(ctx context.Context) {
+	n.start = time.Now()
+	var round []Kind
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.between(n.cfg.Gap)):
+		}
+		if len(n.cfg.Kinds) == 0 {
+			continue
+		}
+		if len(round) == 0 {
+			round = append([]Kind(nil), n.cfg.Kinds...)
+			n.rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		k := round[0]
+		round = round[1:]
+		n.one(ctx, k)
+	}
+}
+
+// one injects a fault of kind k, holds it, and heals it.
+func (n *Nemesis) one(ctx context.Context, k Kind) {
+	hold := n.between(n.cfg.Hold)
+	agent := n.rng.IntN(len(n.c.Agents))
+	aname := fmt.Sprintf("agent%d", agent)
+	dirs := []Direction{Both, Inbound, Outbound}
+	dir := dirs[n.rng.IntN(len(dirs))]
+	var heal func(context.Context) error
+	var target, detail string
+	var err error
+	ip := ""
+	if n.c.Net != nil {
+		ip = n.c.Net.RootIP
+	}
+	partition := func(peers ...Peer) {
+		target, detail = aname, "direction "+string(dir)
+		var r *Rules
+		r, err = n.c.Net.Partition(ctx, agent, dir, peers...)
+		heal = r.Heal
+	}
+	process := func(t Target, pause bool) {
+		target = t.Name()
+		if pause {
+			err = t.Pause()
+			heal = func(context.Context) error { return t.Resume() }
+			return
+		}
+		err = t.Kill()
+		heal = t.Start
+	}
+	switch k {
+	case PartitionPostgres:
+		partition(Peer{IP: ip, RemotePort: n.c.PGPort})
+	case PartitionMinIO:
+		partition(Peer{IP: ip, RemotePort: n.c.MinIOPort})
+	case PartitionClients:
+		partition(Peer{IP: ip, LocalPort: n.c.KafkaPort})
+	case PartitionAgents:
+		var peers []Peer
+		for i := range n.c.Agents {
+			if i != agent {
+				peers = append(peers, Peer{IP: n.c.Net.AgentIP(i)})
+			}
+		}
+		partition(peers...)
+	case Loss:
+		p := 0.05 + 0.25*n.rng.Float64()
+		target, detail = aname, fmt.Sprintf("loss %.0f%%", p*100)
+		var r *Rules
+		r, err = n.c.Net.Loss(ctx, agent, p)
+		heal = r.Heal
+	case Delay:
+		d := time.Duration(50+n.rng.IntN(450)) * time.Millisecond
+		target, detail = aname, fmt.Sprintf("delay %v ± %v", d, d/4)
+		heal, err = n.c.Net.Delay(ctx, agent, d, d/4)
+	case PauseAgent:
+		hold = max(hold, 2*n.c.AgentTTL+n.between(n.c.AgentTTL))
+		process(n.c.Agents[agent], true)
+	case KillAgent:
+		process(n.c.Agents[agent], false)
+	case KillCompactor:
+		process(n.c.Compactor, false)
+	case RestartPostgres:
+		hold = min(hold, 5*time.Second)
+		process(n.c.Postgres, false)
+	case KillMinIO:
+		hold = min(hold, 5*time.Second)
+		process(n.c.MinIO, false)
+	case PauseMinIO:
+		process(n.c.MinIO, true)
+	}
+	detail = strings.TrimSpace(detail + fmt.Sprintf(" for %v", hold.Round(time.Millisecond)))
+	n.log(k, "start", target, detail, err)
+	if err != nil {
+		if heal != nil {
+			_ = heal(context.Background())
+		}
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(hold):
+	}
+	// Healing outlives ctx: a run that ends mid-fault still heals.
+	hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var herr error
+	for try := range 3 {
+		if herr = heal(hctx); herr == nil {
+			break
+		}
+		if try < 2 {
+			time.Sleep(time.Second)
+		}
+	}
+	n.log(k, "heal", target, "", herr)
+}

@@ -167,6 +167,9 @@ func CheckTopicConfig(key, value string) error {
 		_, err := ParsePartitionSpec(value)
 		return err
 	}
+	if ok, err := checkTypedConfig(key, value); ok {
+		return err
+	}
 	return fmt.Errorf("unknown config %s", key)
 }
 

@@ -65,3 +65,34 @@ func TestTableName(t *testing.T) {
 		t.Fatal(TableName("orders.v1-eu"))
 	}
 }
+
+func TestCheckTypedConfig(t *testing.T) {
+	for _, c := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{ConfigValueMode, ModeBinary, true},
+		{ConfigValueMode, ModeSchemaIDPrefix, true},
+		{ConfigValueMode, ModeSchemaLatest, true},
+		{ConfigValueMode, ModeJSON, true},
+		{ConfigValueMode, "avro", false},
+		{ConfigValueMode, "", false},
+		{ConfigKeyMode, ModeSchemaIDPrefix, true},
+		{ConfigKeyMode, "string", false},
+		{ConfigValueSubject, "orders-value", true},
+		{ConfigValueSubject, " ", false},
+		{ConfigValueSubject, "", true},
+		{ConfigValueProtobufMessage, "", true},
+		{ConfigKeySubject, "orders-key", true},
+		{ConfigValueProtobufMessage, "shop.v1.Order", true},
+		{ConfigValueProtobufMessage, ".shop.Order", true},
+		{ConfigValueProtobufMessage, "shop..Order", false},
+		{ConfigValueProtobufMessage, "1Order", false},
+		{"floe.iceberg.nope", "x", false},
+	} {
+		err := CheckTopicConfig(c.key, c.value)
+		if (err == nil) != c.ok {
+			t.Errorf("%s=%q: error %v, want ok %v", c.key, c.value, err, c.ok)
+		}
+	}
+}

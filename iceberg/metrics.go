@@ -23,7 +23,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_cycles_total",
-			Help: "Conversion cycles per table by result: ok (committed), idle (nothing new), conflict (the catalog refused the commit), failed, deleted (the topic was deleted while the cycle ran), foreign (the table belongs to another topic)."},
+			Help: "Conversion cycles per table by result: ok (committed), idle (nothing new), conflict (the catalog refused the commit), failed, deleted (the topic was deleted while the cycle ran), foreign (the table belongs to another topic), unsupported (the topic's typed table config is not converted by this floe)."},
 			[]string{"table", "result"}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_commits_total",
 			Help: "Snapshots committed by conversion."}, table),

@@ -479,6 +479,21 @@ var topicConfigDefs = map[string]topicConfigDef{
 	iceberg.ConfigPartitionSpec: {typ: kmsg.ConfigTypeString, def: iceberg.DefaultPartitionSpec, effect: enforced,
 		check: icebergCheck(iceberg.ConfigPartitionSpec),
 		doc:   "The Iceberg table's partition spec when the converter creates it: TRANSFORM(COLUMN), comma-separated, with Iceberg's transforms identity, year, month, day, hour, bucket[N], truncate[W], void over partition, offset, timestamp, timestamp_type, key, value. Changing it later does not change an existing table."},
+	iceberg.ConfigValueMode: {typ: kmsg.ConfigTypeString, def: iceberg.ModeBinary, effect: enforced,
+		check: icebergCheck(iceberg.ConfigValueMode),
+		doc:   "How the Iceberg table holds record values: binary (one value column, the default), schema_id_prefix (values framed with a schema registry id, decoded into typed columns; records that cannot be go to the table's __dlq table), schema_latest (unframed values decoded with the latest schema of floe.iceberg.value.subject) or json (columns inferred from JSON values). Modes a floe version does not convert leave the topic unconverted."},
+	iceberg.ConfigKeyMode: {typ: kmsg.ConfigTypeString, def: iceberg.ModeBinary, effect: enforced,
+		check: icebergCheck(iceberg.ConfigKeyMode),
+		doc:   "As floe.iceberg.value.mode, for keys."},
+	iceberg.ConfigValueSubject: {typ: kmsg.ConfigTypeString, effect: enforced,
+		check: icebergCheck(iceberg.ConfigValueSubject),
+		doc:   "The subject whose latest schema decodes values in schema_latest mode; unset: <topic>-value."},
+	iceberg.ConfigKeySubject: {typ: kmsg.ConfigTypeString, effect: enforced,
+		check: icebergCheck(iceberg.ConfigKeySubject),
+		doc:   "The subject whose latest schema decodes keys in schema_latest mode; unset: <topic>-key."},
+	iceberg.ConfigValueProtobufMessage: {typ: kmsg.ConfigTypeString, effect: enforced,
+		check: icebergCheck(iceberg.ConfigValueProtobufMessage),
+		doc:   "In schema_latest mode with a Protobuf schema, the fully qualified message values are; unset: the schema's first message."},
 }
 
 func init() {

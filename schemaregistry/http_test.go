@@ -181,6 +181,10 @@ func TestHTTPMetadataRuleSet(t *testing.T) {
 	ts.expect(t, "GET", "/schemas/ids/1", "", 200, `{"schemaType":"AVRO","schema":"\"int\"","metadata":`+md+`,"ruleSet":`+rs+`}`)
 	// The same text without them is another schema, with its own id.
 	ts.expect(t, "POST", "/subjects/m/versions", body(`"int"`), 200, `{"version":2,"id":2,"schemaType":"AVRO","schema":"\"int\""}`)
+	ts.expect(t, "GET", "/subjects/m/metadata?key=owner&value=team-a", "", 200,
+		`{"subject":"m","version":1,"id":1,"schemaType":"AVRO","metadata":`+md+`,"ruleSet":`+rs+`,"schema":"\"int\""}`)
+	ts.expect(t, "GET", "/subjects/m/metadata?key=owner&value=team-b", "", 404, `{"error_code":40403,"message":"Schema not found"}`)
+	ts.expect(t, "GET", "/subjects/nosuch/metadata", "", 404, `{"error_code":40401,"message":"Subject 'nosuch' not found."}`)
 	ts.expect(t, "POST", "/subjects/m/versions", req, 200,
 		`{"version":1,"id":1,"schemaType":"AVRO","metadata":`+md+`,"ruleSet":`+rs+`,"schema":"\"int\""}`)
 }

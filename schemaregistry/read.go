@@ -416,3 +416,55 @@ func (s *Server) referrers(ctx context.Context, rd metadata.SchemaReader, subjec
 	}
 	return out, nil
 }
+
+// getLatestWithMetadata is GET /subjects/{subject}/metadata?key=k&value=v…:
+// the newest version whose metadata properties hold every key=value pair
+// asked (Confluent's data contracts pick a schema so).
+func (s *Server) getLatestWithMetadata(ctx context.Context, r *http.Request) (any, error) {
+	subject, err := subjectParam(r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	keys, values := q["key"], q["value"]
+	want := map[string]string{}
+	for i := range min(len(keys), len(values)) {
+		want[keys[i]] = values[i]
+	}
+	rd := s.store.Schemas()
+	all, err := rd.SubjectVersions(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	vs := live(all, queryBool(r, "deleted"))
+	for i := len(vs) - 1; i >= 0; i-- {
+		p, err := s.parsed(ctx, rd, vs[i].SchemaID)
+		if err != nil {
+			return nil, err
+		}
+		if p.rec.Metadata == "" {
+			continue
+		}
+		var md struct {
+			Properties map[string]string `json:"properties"`
+		}
+		if json.Unmarshal([]byte(p.rec.Metadata), &md) != nil || md.Properties == nil {
+			continue
+		}
+		matches := true
+		for k, v := range want {
+			if got, ok := md.Properties[k]; !ok || got != v {
+				matches = false
+			}
+		}
+		if matches {
+			sj := subjectSchema(vs[i], p.rec)
+			sj.Schema = schemaText(r, p)
+			return sj, nil
+		}
+	}
+	if len(vs) == 0 {
+		return nil, errSubjectNotFound(subject)
+	}
+	return nil, errSchemaNotFound()
+}

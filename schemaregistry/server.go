@@ -107,6 +107,7 @@ func (s *Server) routes() {
 		"GET /subjects":                                             s.getSubjects,
 		"POST /subjects/{subject}":                                  s.lookup,
 		"DELETE /subjects/{subject}":                                s.deleteSubject,
+		"GET /subjects/{subject}/metadata":                          s.getLatestWithMetadata,
 		"GET /subjects/{subject}/versions":                          s.getVersions,
 		"POST /subjects/{subject}/versions":                         s.register,
 		"GET /subjects/{subject}/versions/{version}":                s.getVersion,

@@ -13,7 +13,10 @@ package agent
 // goes, with keys required on compacted topics), then join the agent's
 // pending object. A partition that fails gets the Kafka error code, with
 // the reason in its error message and, from v8, the records at fault; the
-// rest of the request is unaffected. acks=1 and acks=-1 both wait until the object is
+// rest of the request is unaffected. Topics that ask for schema validation
+// have each record checked against the schema registry (validateSchemas).
+// acks outside -1, 0 and 1 is INVALID_REQUIRED_ACKS for every partition
+// that passed authorization. acks=1 and acks=-1 both wait until the object is
 // in the bucket and committed; acks=0 gets no answer, and a failure closes
 // the connection as Kafka does.
 //
@@ -84,6 +87,8 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 					return kerr.UnknownTopicOrPartition
 				case isInternalTopic(rt.Topic):
 					return kerr.InvalidTopicException // as Kafka: "cannot append to internal topic"
+				case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+					return kerr.InvalidRequiredAcks // as Kafka's ReplicaManager, after authorization
 				}
 				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), recordRules(topic))
 				if verr != nil {

@@ -146,8 +146,8 @@ func (a *Agent) checkBrokerName(name string) (*kerr.Error, string) {
 	if err != nil {
 		return kerr.InvalidRequest, "Node id must be an integer, but it is: " + name
 	}
-	if int32(id) != a.self.NodeID {
-		return kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", a.self.NodeID, name)
+	if int32(id) != a.NodeID() {
+		return kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", a.NodeID(), name)
 	}
 	return nil, ""
 }
@@ -261,9 +261,9 @@ func (a *Agent) brokerConfigs() []describedConfig {
 	cs := []describedConfig{
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(cfg.AutoCreateTopics), source: static, typ: boolean,
 			doc: "Metadata requests create the unknown topics they name (the agent's --auto-create-topics)."},
-		{name: "broker.id", value: strconv.Itoa(int(a.self.NodeID)), source: static, typ: integer,
+		{name: "broker.id", value: strconv.Itoa(int(a.NodeID())), source: static, typ: integer,
 			doc: "This agent's node id, assigned by the metadata store when it registered."},
-		{name: "node.id", value: strconv.Itoa(int(a.self.NodeID)), source: static, typ: integer,
+		{name: "node.id", value: strconv.Itoa(int(a.NodeID())), source: static, typ: integer,
 			doc: "This agent's node id, assigned by the metadata store when it registered."},
 		{name: "broker.rack", value: cfg.Zone, source: static, typ: str,
 			doc: "This agent's zone (--zone); clients naming a zone in their client id are pointed at agents in it."},

@@ -47,8 +47,10 @@ type Agent struct {
 	txn         *txnCoordinator // transactional ids this agent coordinates
 	authz       *authorizer     // ACL checks (authz.go)
 
-	id    string
-	self  metadata.Agent // registered identity, NodeID set by the store
+	id string
+	// self is the registered identity, NodeID set by the store; the
+	// heartbeat re-registers it after an expiry. Guarded by viewMu.
+	self  metadata.Agent
 	lns   []*listener    // the Kafka listeners, in configured order
 	tls   *tlsFiles      // the TLS listeners' certificates
 	oauth *oauthVerifier // checks OAUTHBEARER tokens; nil without a JWKS
@@ -136,7 +138,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
 	a.authz = newAuthorizer(cfg.Authz, store, a.log)
-	a.reqBudget = newRequestBudget(cfg.requestBudget())
+	a.reqBudget = newRequestBudget(cfg.BufferBytes)
 	a.fetchBudget = budget.New(cfg.FetchBufferBytes, 0)
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_agent_request_bytes_held",
@@ -164,7 +166,14 @@ func (a *Agent) HTTPAddr() string {
 }
 
 // NodeID is the Kafka broker id the store gave this agent.
-func (a *Agent) NodeID() int32 { return a.self.NodeID }
+func (a *Agent) NodeID() int32 { return a.selfAgent().NodeID }
+
+// selfAgent is the agent's registered identity.
+func (a *Agent) selfAgent() metadata.Agent {
+	a.viewMu.Lock()
+	defer a.viewMu.Unlock()
+	return a.self
+}
 
 // Start binds the listeners, registers the agent in the store and launches
 // the accept, flush, heartbeat and HTTP loops.
@@ -213,7 +222,9 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.closeListeners()
 		return fmt.Errorf("register agent: %w", err)
 	}
+	a.viewMu.Lock()
 	a.self = self
+	a.viewMu.Unlock()
 	if err := a.ensureInternalTopics(ctx); err != nil {
 		a.closeListeners()
 		return err
@@ -467,9 +478,11 @@ func (a *Agent) heartbeatLoop() {
 		if errors.Is(err, metadata.ErrNotFound) {
 			// Expired (e.g. a long pause): register again, keeping our id.
 			var self metadata.Agent
-			self, err = a.store.RegisterAgent(ctx, a.self)
+			self, err = a.store.RegisterAgent(ctx, a.selfAgent())
 			if err == nil {
+				a.viewMu.Lock()
 				a.self = self
+				a.viewMu.Unlock()
 			}
 		}
 		if err != nil {
@@ -500,7 +513,7 @@ func (a *Agent) refreshLive(ctx context.Context) error {
 // one, unless it is draining and others are live.
 func (a *Agent) liveAgents() []metadata.Agent {
 	a.viewMu.Lock()
-	live := a.live
+	live, self := a.live, a.self
 	a.viewMu.Unlock()
 	if a.isDraining() {
 		if others := withoutAgent(live, a.id); len(others) > 0 {
@@ -512,7 +525,7 @@ func (a *Agent) liveAgents() []metadata.Agent {
 			return live
 		}
 	}
-	out := append([]metadata.Agent{a.self}, live...)
+	out := append([]metadata.Agent{self}, live...)
 	return out
 }
 

@@ -495,14 +495,6 @@ func (b *batcher) writeThrough(key string, parts [][]byte, runs []storage.Run, n
 	return true
 }
 
-// requestBudget is the request budget's limit (see RequestBufferBytes).
-func (c *Config) requestBudget() int64 {
-	if c.RequestBufferBytes > 0 {
-		return c.RequestBufferBytes
-	}
-	return c.BufferBytes
-}
-
 // put writes the object with its checksum (folded from its batches'),
 // retrying transient failures a few times.
 func (b *batcher) put(ctx context.Context, key string, sum storage.Checksum, parts [][]byte) error {

@@ -49,11 +49,6 @@ type Config struct {
 
 	// MaxRequestSize bounds one Kafka request frame.
 	MaxRequestSize int32
-	// RequestBufferBytes bounds the bytes of request frames still
-	// referenced plus flushed objects not yet committed, over all
-	// connections; readers wait beyond it. 0 means BufferBytes, so that
-	// one budget bounds the memory the produce path holds.
-	RequestBufferBytes int64
 	// RequestReadTimeout bounds how long one request frame may take to
 	// arrive once its first byte has, time waiting for request budget
 	// included: a peer that announces a frame and trickles it is

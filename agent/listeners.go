@@ -224,16 +224,6 @@ func brokerAddr(b metadata.Agent, listener string) (string, int32) {
 	return b.Host, b.Port
 }
 
-// ListenerAddr is the bound address of the named listener (after Start).
-func (a *Agent) ListenerAddr(name string) (string, error) {
-	for _, l := range a.lns {
-		if l.cfg.Name == name {
-			return l.ln.Addr().String(), nil
-		}
-	}
-	return "", errors.New("no listener named " + name)
-}
-
 // listenerName is the name of the listener c came in on ("" for a
 // connection made without one, in tests).
 func (c *conn) listenerName() string {

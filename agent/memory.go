@@ -33,7 +33,7 @@ type MemoryBudget struct {
 // first batch comes whole even over --fetch-max-bytes (KIP-74).
 func (c *Config) MemoryBudgets() []MemoryBudget {
 	return append([]MemoryBudget{
-		{Name: "request", Flag: "buffer-bytes", Bytes: c.requestBudget()},
+		{Name: "request", Flag: "buffer-bytes", Bytes: c.BufferBytes},
 		{Name: "idle buffers", Flag: "buffer-bytes", Bytes: c.poolBytes()},
 		{Name: "fetch", Flag: "fetch-buffer-bytes", Bytes: c.FetchBufferBytes},
 		{Name: "read cache", Flag: "cache-bytes", Bytes: c.CacheBytes},

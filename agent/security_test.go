@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -89,7 +90,7 @@ func newSecureAgent(t *testing.T, opts ...func(*Config)) *secureAgent {
 
 func (sa *secureAgent) addr(t *testing.T, listener string) string {
 	t.Helper()
-	addr, err := sa.ListenerAddr(listener)
+	addr, err := sa.listenerAddr(listener)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,4 +513,14 @@ func TestHTTPEndpointsTakeKafkaCredentials(t *testing.T) {
 	if strings.Join(seen, ",") != "User:alice,User:bob" {
 		t.Fatalf("the catalog saw principals %v, want User:alice then User:bob", seen)
 	}
+}
+
+// listenerAddr is the bound address of the named listener (after Start).
+func (a *Agent) listenerAddr(name string) (string, error) {
+	for _, l := range a.lns {
+		if l.cfg.Name == name {
+			return l.ln.Addr().String(), nil
+		}
+	}
+	return "", fmt.Errorf("no listener named %s", name)
 }

@@ -79,6 +79,7 @@ func TestHTTPFlow(t *testing.T) {
 	ts.expect(t, "GET", "/subjects?limit=5000", "", 200, `["other","p","s"]`)
 	ts.expect(t, "GET", "/subjects/s/versions", "", 200, `[1,2]`)
 	ts.expect(t, "GET", "/subjects/:.:s/versions", "", 200, `[1,2]`)
+	ts.expect(t, "GET", "/subjects/s/versions/", "", 200, `[1,2]`)
 	ts.expect(t, "GET", "/subjects/s/versions/latest", "", 200,
 		`{"subject":"s","version":2,"id":3,"schemaType":"AVRO","schema":`+q(recV2)+`}`)
 	ts.expect(t, "GET", "/subjects/s/versions/1/schema", "", 200, recV1)

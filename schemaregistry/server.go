@@ -138,7 +138,17 @@ const contentType = "application/vnd.schemaregistry.v1+json"
 
 // ServeHTTP implements http.Handler. Paths no route has get Confluent's
 // 404 (or 405) body rather than the mux's text.
+// A path's trailing slash is dropped first: Jersey matches /subjects/s/
+// as /subjects/s, and clients send both.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r2 := *r
+		u := *r.URL
+		u.Path = strings.TrimSuffix(p, "/")
+		u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+		r2.URL = &u
+		r = &r2
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		// The mux's own answer decides between 404 and 405.
 		rec := &statusRecorder{header: http.Header{}}

@@ -35,7 +35,7 @@ func TestCanonical(t *testing.T) {
 				`{"name":"addr","type":{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"}]}},` +
 				`{"name":"prev","type":["null","Addr"],"default":null,"order":"descending"},` +
 				`{"name":"kind","type":{"type":"enum","name":"Kind","namespace":"other","symbols":["A","B"],"default":"A"}},` +
-				`{"name":"k2","type":"other.Kind","x-prop":{"b":1,"a":[1.50,"é\u0001"]}},` +
+				`{"name":"k2","type":"other.Kind","x-prop":{"b":1,"a":[1.5,"é\u0001"]}},` +
 				`{"name":"f","type":{"type":"fixed","name":"F","size":4}}` +
 				`],"aliases":["Person","x.People"]}`,
 			`{"name":"com.ex.User","type":"record","fields":[` +
@@ -44,7 +44,7 @@ func TestCanonical(t *testing.T) {
 				`{"name":"addr","type":{"name":"com.ex.Addr","type":"record","fields":[{"name":"city","type":"string","order":"ASCENDING"}]},"order":"ASCENDING"},` +
 				`{"name":"prev","type":["null","com.ex.Addr"],"order":"DESCENDING","default":null},` +
 				`{"name":"kind","type":{"name":"other.Kind","type":"enum","symbols":["A","B"],"default":"A"},"order":"ASCENDING"},` +
-				`{"name":"k2","type":"other.Kind","order":"ASCENDING","x-prop":{"b":1,"a":[1.50,"é\u0001"]}},` +
+				`{"name":"k2","type":"other.Kind","order":"ASCENDING","x-prop":{"b":1,"a":[1.5,"é\u0001"]}},` +
 				`{"name":"f","type":{"name":"com.ex.F","type":"fixed","size":4},"order":"ASCENDING"}` +
 				`],"doc":"a user","aliases":["com.ex.Person","x.People"]}`,
 		},
@@ -65,6 +65,18 @@ func TestCanonical(t *testing.T) {
 			if err != nil || again.Canonical() != Must(Format{}.Parse(form, nil)).Canonical() {
 				t.Fatalf("Parse(%s): %v", form, err)
 			}
+		}
+	}
+}
+
+func TestJavaNumber(t *testing.T) {
+	for in, want := range map[string]string{
+		"0": "0", "-12": "-12", "123456789012345678901": "123456789012345678901",
+		"1.50": "1.5", "0.0": "0.0", "-0.0": "-0.0", "1e3": "1000.0", "1E3": "1000.0", "2.5e-1": "0.25",
+		"1e7": "1.0E7", "12345678.9": "1.23456789E7", "0.001": "0.001", "0.0001": "1.0E-4", "1.5e300": "1.5E300",
+	} {
+		if got := javaNumber(in); got != want {
+			t.Errorf("javaNumber(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -117,7 +119,7 @@ func decodeNode(dec *json.Decoder, depth int) (node, error) {
 	case string:
 		return node{kind: 's', str: t}, nil
 	case json.Number:
-		return node{kind: 'n', str: string(t)}, nil
+		return node{kind: 'n', str: javaNumber(string(t))}, nil
 	case bool:
 		if t {
 			return node{kind: 'b', str: "true"}, nil
@@ -201,4 +203,32 @@ func writeString(b *bytes.Buffer, s string) {
 		i++
 	}
 	b.WriteByte('"')
+}
+
+// javaNumber writes a JSON number as Jackson writes the node it parsed it
+// into: an integer as it is, any other as a double in Java's
+// Double.toString (1.50 is 1.5, 1e3 is 1000.0, 1e7 is 1.0E7).
+func javaNumber(lit string) string {
+	if !strings.ContainsAny(lit, ".eE") {
+		return lit
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return lit
+	}
+	if a := math.Abs(f); a == 0 || (a >= 1e-3 && a < 1e7) {
+		out := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(out, ".") {
+			out += ".0"
+		}
+		return out
+	}
+	// Scientific: d.ddd, E, the exponent without a plus or leading zeros.
+	out := strconv.FormatFloat(f, 'E', -1, 64)
+	mant, exp, _ := strings.Cut(out, "E")
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	e, _ := strconv.Atoi(exp)
+	return mant + "E" + strconv.Itoa(e)
 }

@@ -64,7 +64,7 @@ func benchValue(n int) map[string]any {
 		"city": "London", "zip": "SW1Y 4JH", "country": "GB", "currency": "GBP",
 		"amount": 1234.56, "tax": 246.91, "quantity": int32(3), "sku": "ANL-ENG-0001-BLUE",
 		"status": "PAID", "gift": true, "created_at": int64(1733480000000), "updated_at": int64(1733480123456),
-		"tags": []any{"priority", "gift-wrap", "fragile", "eu-shipping"},
+		"tags":  []any{"priority", "gift-wrap", "fragile", "eu-shipping"},
 		"notes": strings.Repeat("n", n),
 	}
 }

@@ -123,7 +123,7 @@ lint:
 ## floe dev, kfake and NATS JetStream, each its own process); writes docs/benchmarks.md and docs/bench/
 bench: build minio postgres nats-server
 	mkdir -p docs/bench
-	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./iceberg/... \
+	FLOE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench . -benchmem ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./iceberg/... ./schemaregistry/validation \
 		> docs/bench/go-bench.txt || { cat docs/bench/go-bench.txt; exit 1; }
 	cat docs/bench/go-bench.txt
 	$(GO) run ./bench/matrix --floe ./bin/floe --nats-server $(NATS_BIN) --out docs

@@ -361,6 +361,39 @@ func TestOtherFormats(t *testing.T) {
 	}
 	_, err = cl.CreateSchema(ctx, "p", sr.Schema{Type: sr.TypeAvro, Schema: `"int"`})
 	wantCode(t, "another type under the subject", err, 40901)
+
+	// References: a Protobuf import and a JSON Schema $ref, resolved from
+	// their subjects.
+	if _, err := cl.CreateSchema(ctx, "dep.proto", sr.Schema{Type: sr.TypeProtobuf,
+		Schema: "syntax = \"proto3\";\npackage dep;\n\nmessage D {\n  string s = 1;\n}\n"}); err != nil {
+		t.Fatal(err)
+	}
+	imp, err := cl.CreateSchema(ctx, "q", sr.Schema{Type: sr.TypeProtobuf,
+		Schema:     "syntax = \"proto3\";\npackage ex;\n\nimport \"dep.proto\";\n\nmessage Q {\n  dep.D d = 1;\n}\n",
+		References: []sr.SchemaReference{{Name: "dep.proto", Subject: "dep.proto", Version: 1}}})
+	if err != nil || len(imp.References) != 1 {
+		t.Fatalf("Protobuf with an import: %+v %v", imp, err)
+	}
+	if _, err := cl.CreateSchema(ctx, "jdep", sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"$id":"https://ex.com/dep.json","type":"object","properties":{"x":{"type":"string"}}}`}); err != nil {
+		t.Fatal(err)
+	}
+	jref, err := cl.CreateSchema(ctx, "jq", sr.Schema{Type: sr.TypeJSON,
+		Schema:     `{"type":"object","properties":{"d":{"$ref":"https://ex.com/dep.json"}}}`,
+		References: []sr.SchemaReference{{Name: "https://ex.com/dep.json", Subject: "jdep", Version: 1}}})
+	if err != nil || len(jref.References) != 1 {
+		t.Fatalf("JSON Schema with a $ref: %+v %v", jref, err)
+	}
+	sc, err = ts.SchemaByID(ctx, jref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Parsed.Validate(nil, []byte(`{"d":{"x":"y"}}`)); err != nil {
+		t.Fatalf("Validate through the $ref: %v", err)
+	}
+	if err := sc.Parsed.Validate(nil, []byte(`{"d":{"x":5}}`)); err == nil {
+		t.Fatal("a payload breaking the referenced schema validated")
+	}
 }
 
 // TestTwoServers: two registries on one store are one registry: what one

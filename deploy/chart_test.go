@@ -264,6 +264,65 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// TestChartSchemaRegistry: every agent serves the schema registry on its
+// own port (Confluent's 8081 by default), named schema-registry in the pod
+// and in both Services; the compactor's 8081 is in pods of its own; port 0
+// leaves only the /schema-registry/ mount on the HTTP port.
+func TestChartSchemaRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want int32 // 0: no listener of its own
+	}{
+		{"", 8081},
+		{"agent.schemaRegistryPort=18081", 18081},
+		{"agent.schemaRegistryPort=0", 0},
+	} {
+		var sets []string
+		if tc.set != "" {
+			sets = append(sets, tc.set)
+		}
+		r := render(t, sets...)
+		agent, comp := r.deployments["floe-agent"], r.deployments["floe-compactor"]
+		c := agent.Spec.Template.Spec.Containers[0]
+		addr, ok := flagValue(c.Args, "schema-registry-addr")
+		var container int32
+		for _, p := range c.Ports {
+			if p.Name == "schema-registry" {
+				container = p.ContainerPort
+			}
+		}
+		switch {
+		case tc.want == 0 && (ok || container != 0):
+			t.Fatalf("%s: --schema-registry-addr %q, container port %d", tc.set, addr, container)
+		case tc.want != 0 && (addr != fmt.Sprintf("0.0.0.0:%d", tc.want) || container != tc.want):
+			t.Fatalf("%s: --schema-registry-addr %q, container port %d, want %d", tc.set, addr, container, tc.want)
+		}
+		for _, name := range []string{"floe", "floe-agents"} {
+			var svc *corev1.ServicePort
+			for i, p := range r.services[name].Spec.Ports {
+				if p.Name == "schema-registry" {
+					svc = &r.services[name].Spec.Ports[i]
+				}
+			}
+			switch {
+			case tc.want == 0 && svc != nil:
+				t.Fatalf("%s: service %s has a schema-registry port: %+v", tc.set, name, svc)
+			case tc.want != 0 && (svc == nil || svc.Port != tc.want || port(t, c, svc.TargetPort) != tc.want):
+				t.Fatalf("%s: service %s schema-registry port %+v, want %d", tc.set, name, svc, tc.want)
+			}
+		}
+		// The compactor keeps 8081: a pod of its own, which no agent
+		// Service selects.
+		cc := comp.Spec.Template.Spec.Containers[0]
+		if v, _ := flagValue(cc.Args, "http-addr"); v != "0.0.0.0:8081" {
+			t.Fatalf("%s: compactor --http-addr %s", tc.set, v)
+		}
+		if _, ok := flagValue(cc.Args, "schema-registry-addr"); ok {
+			t.Fatalf("%s: the compactor given a schema registry", tc.set)
+		}
+	}
+}
+
 // TestChartLint: helm lint finds nothing, and missing required values
 // fail the render with their message.
 func TestChartLint(t *testing.T) {

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"floe/proof/checker"
+	"floe/proof/history"
+	"floe/proof/nemesis"
+)
+
+// maxHistoryGz is the largest compressed history the report keeps.
+const maxHistoryGz = 8 << 20
+
+// report is everything a run writes under its out directory.
+type report struct {
+	cfg         config
+	out         outcome
+	h           history.History
+	timeline    []nemesis.Event
+	started     time.Time
+	workloadErr error
+}
+
+// resultJSON is docs/proof/result.json.
+type resultJSON struct {
+	Started     time.Time            `json:"started"`
+	Config      config               `json:"config"`
+	Valid       bool                 `json:"valid"`
+	Check       checker.Result       `json:"check"`
+	Iceberg     *icebergResult       `json:"iceberg,omitempty"`
+	Faults      map[nemesis.Kind]int `json:"faults"`
+	Timeline    []nemesis.Event      `json:"timeline"`
+	WorkloadErr string               `json:"workload_error,omitempty"`
+}
+
+func (r report) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	res := resultJSON{Started: r.started.UTC(), Config: r.cfg, Valid: r.out.Valid, Check: r.out.Check,
+		Iceberg: r.out.Iceberg, Faults: r.out.Injected, Timeline: r.timeline}
+	if r.workloadErr != nil {
+		res.WorkloadErr = r.workloadErr.Error()
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644); err != nil {
+		return err
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if err := history.WriteJSON(zw, r.h); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	histNote := "history.jsonl.gz"
+	if gz.Len() <= maxHistoryGz {
+		if err := os.WriteFile(filepath.Join(dir, "history.jsonl.gz"), gz.Bytes(), 0o644); err != nil {
+			return err
+		}
+	} else {
+		histNote = ""
+		os.Remove(filepath.Join(dir, "history.jsonl.gz"))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latency.svg"), r.svg(), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "README.md"), r.markdown(histNote), 0o644)
+}
+
+func (r report) markdown(histNote string) []byte {
+	var b bytes.Buffer
+	verdict := "valid"
+	if !r.out.Valid {
+		verdict = "INVALID"
+	}
+	fmt.Fprintf(&b, "# floe's Kafka proof: %s\n\n", verdict)
+	fmt.Fprintf(&b, "A Jepsen-style run (proof/workload, proof/checker) of %v against %d `floe agent`s and a `floe compactor` on a real PostgreSQL and a real MinIO, under the faults of proof/nemesis. Started %s. Reproduce with `go run ./proof/cmd/proof -duration %v -seed %d` (as root); the seed replays the workload's and the nemesis's choices, not the machine's timing.\n\n",
+		r.cfg.Duration, r.cfg.Agents, r.started.UTC().Format(time.RFC3339), r.cfg.Duration, r.cfg.Seed)
+	fmt.Fprintf(&b, "## Parameters\n\n| | |\n|---|---|\n")
+	kinds := make([]string, len(r.cfg.Kinds))
+	for i, k := range r.cfg.Kinds {
+		kinds[i] = string(k)
+	}
+	for _, kv := range [][2]string{
+		{"seed", fmt.Sprint(r.cfg.Seed)}, {"duration", r.cfg.Duration.String()}, {"agents", fmt.Sprint(r.cfg.Agents)},
+		{"workers", fmt.Sprint(r.cfg.Workers)}, {"topics × partitions", fmt.Sprintf("%d × %d", r.cfg.Topics, r.cfg.Partitions)},
+		{"fault kinds", strings.Join(kinds, ", ")}, {"fault gap / hold (longest)", fmt.Sprintf("%v / %v", r.cfg.Gap, r.cfg.Hold)},
+		{"quiet end before the final reads", r.cfg.Settle.String()}, {"agent TTL (leases, coordinators)", r.cfg.agentTTL.String()},
+	} {
+		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(&b, "\n## Faults injected\n\n| kind | count |\n|---|---:|\n")
+	total := 0
+	for _, k := range nemesis.AllKinds {
+		if n, ok := r.out.Injected[k]; ok {
+			fmt.Fprintf(&b, "| `%s` | %d |\n", k, n)
+			total += n
+		}
+	}
+	fmt.Fprintf(&b, "| all | %d |\n\n", total)
+	if r.workloadErr != nil {
+		fmt.Fprintf(&b, "The workload ended with an error (what it recorded was checked): `%v`\n\n", r.workloadErr)
+	}
+	checker.WriteMarkdown(&b, r.out.Check)
+	b.WriteString("\n## The Iceberg tables as one more reader\n\n")
+	if ic := r.out.Iceberg; ic == nil {
+		b.WriteString("Not checked (-iceberg=false).\n")
+	} else {
+		fmt.Fprintf(&b, "The compactor converts every topic (`--iceberg-default`, every 2 s). After the run the tables were read through an agent's REST catalog (iceberg-go) until they held every polled record (waited %s).\n\n", ic.Waited)
+		fmt.Fprintf(&b, "| | |\n|---|---:|\n| rows | %d |\n| records polled (expected) | %d |\n| missing | %d |\n| duplicate | %d |\n| wrong value | %d |\n| aborted value | %d |\n| value no op sent | %d |\n| skipped by every reader | %d |\n| above every polled offset (allowed) | %d |\n\n",
+			ic.Rows, ic.Expected, ic.Missing, ic.Duplicate, ic.WrongValue, ic.Aborted, ic.NoWriter, ic.Skipped, ic.Unpolled)
+		if ic.Err != "" {
+			fmt.Fprintf(&b, "Error: `%s`\n\n", ic.Err)
+		}
+		for _, e := range ic.Examples {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
+	b.WriteString("\n## Latency over time\n\n![latency of every op over time, faults shaded](latency.svg)\n\n")
+	b.WriteString("Each dot is an op at its invocation (x, seconds) with its latency (y, log scale): green ok, orange info (unknown outcome), red fail. Shaded bands are faults, labelled by kind. The workload's clock starts just after its topics are created, within a second of the nemesis's.\n\n")
+	b.WriteString("## Fault timeline\n\n| at | action | kind | target | detail | error |\n|---:|---|---|---|---|---|\n")
+	for _, e := range r.timeline {
+		fmt.Fprintf(&b, "| %.1fs | %s | `%s` | %s | %s | %s |\n", e.At.Seconds(), e.Action, e.Kind, e.Target, e.Detail, e.Err)
+	}
+	b.WriteString("\n## Files\n\n- `result.json`: the parameters, the checker's full result, the Iceberg comparison and the timeline.\n")
+	if histNote != "" {
+		b.WriteString("- `history.jsonl.gz`: the history; `gunzip -c docs/proof/history.jsonl.gz | go run ./proof/cmd/checkhistory` checks it again.\n")
+	} else {
+		b.WriteString("- The history was too large to keep here.\n")
+	}
+	return b.Bytes()
+}
+
+// svg plots every op's latency over time, with the faults shaded.
+func (r report) svg() []byte {
+	const w, hgt, left, bottom, top = 1000.0, 360.0, 60.0, 30.0, 20.0
+	end := r.cfg.Duration.Seconds() + 5
+	for _, o := range r.h {
+		end = max(end, float64(o.Complete)/1e9)
+	}
+	x := func(s float64) float64 { return left + (w-left-10)*s/end }
+	// y: log10 of latency in ms, from 0.1 ms to 100 s.
+	y := func(ms float64) float64 {
+		l := math.Log10(max(ms, 0.1))
+		return top + (hgt-top-bottom)*(1-(l+1)/6)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="10">`+"\n", w, hgt)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	starts := map[string]nemesis.Event{}
+	row := 0
+	for _, e := range r.timeline {
+		id := string(e.Kind) + "/" + e.Target
+		if e.Action == "start" && e.Err == "" {
+			starts[id] = e
+			continue
+		}
+		s, ok := starts[id]
+		if !ok {
+			continue
+		}
+		delete(starts, id)
+		x0, x1 := x(s.At.Seconds()), x(e.At.Seconds())
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#8888ff" fill-opacity="0.15"/>`+"\n", x0, top, max(x1-x0, 1), hgt-top-bottom)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#333366" font-size="8">%s %s</text>`+"\n", x0+1, top+8+float64(row%4)*9, e.Kind, e.Target)
+		row++
+	}
+	for _, ms := range []float64{1, 10, 100, 1000, 10000} {
+		fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="5" y="%.1f">%s</text>`+"\n",
+			left, w-10, y(ms), y(ms), y(ms)+3, time.Duration(ms*float64(time.Millisecond)))
+	}
+	for s := 0.0; s <= end; s += 30 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%.0fs</text>`+"\n", x(s)-8, hgt-10, s)
+	}
+	colors := map[history.Type]string{history.OK: "#2a2", history.Info: "#e80", history.Fail: "#d22"}
+	ops := slices.Clone(r.h)
+	stride := max(1, len(ops)/15000) // bound the file: every info and fail op, ok ops sampled
+	for i, o := range ops {
+		if o.F == history.Crash || (o.Type == history.OK && i%stride != 0) {
+			continue
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="1.3" fill="%s"/>`+"\n",
+			x(float64(o.Invoke)/1e9), y(float64(o.Complete-o.Invoke)/1e6), colors[o.Type])
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}

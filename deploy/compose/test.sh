@@ -4,10 +4,12 @@
 # three agents and a compactor — waits for every /readyz, runs a Kafka client
 # round trip from the host (deploy/compose/roundtrip: the three brokers
 # listed, N records produced with acks=all, all consumed back in a consumer
-# group, committed offsets adding up to N), checks that the compactor ran its
-# jobs against the stores, counts the objects in MinIO, restarts the three
-# agents and reads every record back in a new group, and tears the stack
-# down with `down -v`.
+# group, committed offsets adding up to N), registers a schema with `floe
+# schema` through agent1's schema registry (the host's 8081) and reads it
+# back through agent2's and agent3's /schema-registry mounts, checks that the
+# compactor (:8084) ran its jobs against the stores, counts the objects in
+# MinIO, restarts the three agents and reads every record and the schema
+# back, and tears the stack down with `down -v`.
 #
 # Images: floe:dev must exist (`make image`; the make target builds it). The
 # public images the file names (postgres:15, minio/minio, minio/mc) are used
@@ -82,7 +84,7 @@ say "compose: ${compose_cmd[*]} ($("${compose_cmd[@]}" version 2>/dev/null | hea
 
 # The file publishes fixed host ports: refuse to start over anything else.
 busy=""
-for p in 9000 9001 9092 9093 9094 8080 8081 8082 8083; do
+for p in 9000 9001 9092 9093 9094 8080 8081 8082 8083 8084; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy="$busy $p"; fi
 done
 [ -z "$busy" ] || { say "ports already in use on 127.0.0.1:$busy (stop what holds them)"; exit 1; }
@@ -119,8 +121,8 @@ wait_ready() {
 		done
 	done
 }
-wait_ready 8080 8082 8083 8081
-say "all /readyz 200 (agents :8080 :8082 :8083, compactor :8081) $(since "$t") after up"
+wait_ready 8080 8082 8083 8084
+say "all /readyz 200 (agents :8080 :8082 :8083, compactor :8084) $(since "$t") after up"
 compose ps -a
 
 # The bucket job must have finished with 0 (agents depend on it).
@@ -128,7 +130,7 @@ bucket_id=$(compose ps -a -q bucket)
 code=$("$DOCKER" inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$bucket_id")
 [ "$code" = "exited 0" ] || { say "bucket job: $code, want exited 0"; exit 1; }
 
-(cd "$ROOT" && go build -o "$tmp/roundtrip" ./deploy/compose/roundtrip)
+(cd "$ROOT" && go build -o "$tmp/roundtrip" ./deploy/compose/roundtrip && go build -o "$tmp/floe" ./cmd/floe)
 topic=compose-test-$(date +%s)
 roundtrip() {
 	"$tmp/roundtrip" -brokers localhost:9092,localhost:9093,localhost:9094 -want-brokers 3 \
@@ -149,17 +151,34 @@ if command -v kcat >/dev/null; then
 	[ "$got" = 100 ] || { say "kcat consumed $got of 100"; exit 1; }
 fi
 
+# The schema registry: one registry in the metadata store, whichever agent
+# answers. Registered through agent1's own listener (the host's 8081), read
+# back through agent2's and agent3's HTTP ports (/schema-registry/).
+subject=$topic-value
+printf '%s\n' '{"type":"record","name":"Reading","fields":[{"name":"celsius","type":"double"}]}' >"$tmp/reading.avsc"
+registered=$("$tmp/floe" schema register "$subject" --file "$tmp/reading.avsc" --registry http://127.0.0.1:8081)
+say "schema registry :8081: $registered"
+schema_id=${registered##* }
+schema_seen() {
+	"$tmp/floe" schema get --id "$schema_id" --registry "$1" >/dev/null &&
+		"$tmp/floe" schema list --registry "$1" | grep -qx "$subject"
+}
+for p in 8082 8083; do
+	schema_seen "http://127.0.0.1:$p/schema-registry" || { say "schema $schema_id ($subject) not served by :$p/schema-registry"; exit 1; }
+done
+say "schema $schema_id read back through :8082 and :8083/schema-registry"
+
 # The compactor: its jobs ran against PostgreSQL and MinIO without error
 # (one round every 10s), and it sees the level-0 objects the agents wrote.
-metric() { curl -fsS --max-time 2 http://127.0.0.1:8081/metrics | awk -v m="$1" 'index($0, m) == 1 { s += $NF } END { print s + 0 }'; }
+metric() { curl -fsS --max-time 2 http://127.0.0.1:8084/metrics | awk -v m="$1" 'index($0, m) == 1 { s += $NF } END { print s + 0 }'; }
 deadline=$((SECONDS + 60))
 until [ "$(metric 'floe_compactor_jobs_total{job=')" != 0 ] && [ "$(metric 'floe_compactor_objects{')" != 0 ]; do
-	[ $SECONDS -lt $deadline ] || { say "compactor ran no job or saw no object in 60s"; curl -sS http://127.0.0.1:8081/metrics | grep '^floe_compactor_' >&2 || true; exit 1; }
+	[ $SECONDS -lt $deadline ] || { say "compactor ran no job or saw no object in 60s"; curl -sS http://127.0.0.1:8084/metrics | grep '^floe_compactor_' >&2 || true; exit 1; }
 	sleep 2
 done
-errors=$(curl -fsS --max-time 2 http://127.0.0.1:8081/metrics | awk '/^floe_compactor_jobs_total\{/ && /result="error"/ { s += $NF } END { print s + 0 }')
+errors=$(curl -fsS --max-time 2 http://127.0.0.1:8084/metrics | awk '/^floe_compactor_jobs_total\{/ && /result="error"/ { s += $NF } END { print s + 0 }')
 say "compactor: $(metric 'floe_compactor_jobs_total{job=') job runs ($errors errors), $(metric 'floe_compactor_objects{') objects seen"
-[ "$errors" = 0 ] || { say "compactor jobs failed"; curl -sS http://127.0.0.1:8081/metrics | grep '^floe_compactor_jobs_total' >&2; exit 1; }
+[ "$errors" = 0 ] || { say "compactor jobs failed"; curl -sS http://127.0.0.1:8084/metrics | grep '^floe_compactor_jobs_total' >&2; exit 1; }
 
 # The records are objects in MinIO, not in an agent: count them with mc on
 # the stack's network.
@@ -177,6 +196,9 @@ say "agents restarted and ready in $(since "$t")"
 # Ready agents register with their first heartbeat: Metadata may list fewer
 # than three for a moment.
 roundtrip -produce=false -group "$topic-2" -broker-wait 30s
+# The schema outlives the agents: it is in PostgreSQL.
+schema_seen http://127.0.0.1:8081 || { say "schema $schema_id gone after the agents restarted"; exit 1; }
+say "schema $schema_id served after the restart"
 
 ok=1
 say "PASS"

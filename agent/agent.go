@@ -128,7 +128,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		connsPerIP: make(map[string]int),
 		stopping:   make(chan struct{}),
 	}
-	a.bucket = &meteredBucket{Bucket: bucket, m: m}
+	a.bucket = storage.NewMetered(bucket, m.observeBucket)
 	a.peers = newPeerBucket(a, a.bucket)
 	a.cache = storage.NewCache(a.peers, cfg.CacheBytes)
 	m.registerCache(a.cache)

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"strconv"
 	"time"
 
@@ -139,45 +138,14 @@ func (m *metrics) observeRequest(key int16, d time.Duration) {
 	m.requestSeconds.WithLabelValues(strconv.Itoa(int(key))).Observe(d.Seconds())
 }
 
-// meteredBucket counts and times every object store request.
-type meteredBucket struct {
-	storage.Bucket
-	m *metrics
-}
-
-func (b *meteredBucket) observe(op string, n int, start time.Time, err error) {
+// observeBucket counts and times an object store request
+// (storage.Metered): floe_storage_requests_total and _bytes_total by
+// operation, failures as op_error, and the request's seconds.
+func (m *metrics) observeBucket(op string, n int64, d time.Duration, err error) {
 	if err != nil {
 		op += "_error"
 	}
-	b.m.bucketOps.WithLabelValues(op).Inc()
-	b.m.bucketBytes.WithLabelValues(op).Add(float64(n))
-	b.m.bucketSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
-}
-
-func (b *meteredBucket) Put(ctx context.Context, key string, parts ...[]byte) error {
-	return b.put(ctx, key, storage.Checksum{}, parts)
-}
-
-// PutChecksummed forwards the object's checksum when the bucket takes one
-// (storage.PutSummed).
-func (b *meteredBucket) PutChecksummed(ctx context.Context, key string, crc32c uint32, parts ...[]byte) error {
-	return b.put(ctx, key, storage.Checksum{CRC32C: crc32c, Known: true}, parts)
-}
-
-func (b *meteredBucket) put(ctx context.Context, key string, sum storage.Checksum, parts [][]byte) error {
-	start := time.Now()
-	err := storage.PutSummed(ctx, b.Bucket, key, sum, parts...)
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	b.observe("put", n, start, err)
-	return err
-}
-
-func (b *meteredBucket) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	start := time.Now()
-	data, err := b.Bucket.GetRange(ctx, key, offset, length)
-	b.observe("get", len(data), start, err)
-	return data, err
+	m.bucketOps.WithLabelValues(op).Inc()
+	m.bucketBytes.WithLabelValues(op).Add(float64(n))
+	m.bucketSeconds.WithLabelValues(op).Observe(d.Seconds())
 }

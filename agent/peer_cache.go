@@ -69,11 +69,11 @@ type servingPeerKey struct{}
 // agent, everything else goes to the bucket it wraps. It holds no state
 // but its HTTP client's connection pool and its counters.
 type peerBucket struct {
-	storage.Bucket // the metered bucket: direct GETs, and every other operation
-	a              *Agent
-	client         *http.Client
-	m              peerMetrics
-	lastErrLog     atomic.Int64 // unix nanos of the last peer error warning
+	bkt        storage.Bucket // the metered bucket: direct GETs, and every other operation
+	a          *Agent
+	client     *http.Client
+	m          peerMetrics
+	lastErrLog atomic.Int64 // unix nanos of the last peer error warning
 }
 
 // peerMetrics count the shared read cache's work, from both sides.
@@ -93,7 +93,7 @@ func newPeerBucket(a *Agent, b storage.Bucket) *peerBucket {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // record batches are compressed already, or not worth it
 	}
-	pb := &peerBucket{Bucket: b, a: a, client: &http.Client{Transport: tr}}
+	pb := &peerBucket{bkt: b, a: a, client: &http.Client{Transport: tr}}
 	pb.m = peerMetrics{
 		reads: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_agent_read_cache_peer_reads_total",
 			Help: "Ranges the read cache missed and read through the agent of the zone that owns them."}),
@@ -150,11 +150,11 @@ func (a *Agent) sharedCacheSecured() bool {
 func (b *peerBucket) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	if !b.a.cfg.ReadCachePeers || length <= 0 || length > maxPeerRange || !storage.IsObjectKey(key) ||
 		ctx.Value(servingPeerKey{}) != nil {
-		return b.Bucket.GetRange(ctx, key, offset, length)
+		return b.bkt.GetRange(ctx, key, offset, length)
 	}
 	owner, ok := b.ownerOf(key, offset, length)
 	if !ok || owner.ID == b.a.id {
-		return b.Bucket.GetRange(ctx, key, offset, length)
+		return b.bkt.GetRange(ctx, key, offset, length)
 	}
 	data, err := b.readPeer(ctx, owner.HTTPAddr, key, offset, length)
 	if err == nil {
@@ -172,7 +172,53 @@ func (b *peerBucket) GetRange(ctx context.Context, key string, offset, length in
 		b.a.log.Warn("read through peer failed, reading from object storage", "peer", owner.HTTPAddr,
 			"peer_node_id", owner.NodeID, "key", key, "err", err)
 	}
-	return b.Bucket.GetRange(ctx, key, offset, length)
+	return b.bkt.GetRange(ctx, key, offset, length)
+}
+
+// ReadRange reads a range into buf as GetRange does: through its owner
+// when that is another agent, else from object storage (the bucket's own
+// ReadRange).
+func (b *peerBucket) ReadRange(ctx context.Context, key string, offset int64, buf []byte) error {
+	if !b.a.cfg.ReadCachePeers || !storage.IsObjectKey(key) {
+		return storage.ReadRange(ctx, b.bkt, key, offset, buf)
+	}
+	data, err := b.GetRange(ctx, key, offset, int64(len(buf)))
+	if err != nil {
+		return err
+	}
+	if len(data) != len(buf) {
+		return fmt.Errorf("read %s [%d,%d): %d bytes: %w", key, offset, offset+int64(len(buf)), len(data), io.ErrUnexpectedEOF)
+	}
+	copy(buf, data)
+	return nil
+}
+
+// The rest goes to the bucket beneath, every capability kept.
+
+func (b *peerBucket) Put(ctx context.Context, key string, parts ...[]byte) error {
+	return b.bkt.Put(ctx, key, parts...)
+}
+
+func (b *peerBucket) PutChecksummed(ctx context.Context, key string, crc32c uint32, parts ...[]byte) error {
+	return storage.PutSummed(ctx, b.bkt, key, storage.Checksum{CRC32C: crc32c, Known: true}, parts...)
+}
+
+func (b *peerBucket) PutStream(ctx context.Context, key string, size int64, body io.Reader) error {
+	return storage.PutStream(ctx, b.bkt, key, size, body)
+}
+
+func (b *peerBucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	return b.bkt.PutIfAbsent(ctx, key, data)
+}
+
+func (b *peerBucket) Size(ctx context.Context, key string) (int64, error) {
+	return b.bkt.Size(ctx, key)
+}
+
+func (b *peerBucket) Delete(ctx context.Context, key string) error { return b.bkt.Delete(ctx, key) }
+
+func (b *peerBucket) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	return b.bkt.List(ctx, prefix, fn)
 }
 
 // readPeer asks the agent at addr for the range.

@@ -84,3 +84,7 @@ func TestLatency(t *testing.T) {
 		t.Fatalf("List under an ended ctx = %v", err)
 	}
 }
+
+func TestKeepsCapabilities(t *testing.T) {
+	storagetest.Capabilities(t, func(b storage.Bucket) storage.Bucket { return faulty.New(b) })
+}

@@ -186,11 +186,7 @@ func (b *peerBucket) ReadRange(ctx context.Context, key string, offset int64, bu
 	if err != nil {
 		return err
 	}
-	if len(data) != len(buf) {
-		return fmt.Errorf("read %s [%d,%d): %d bytes: %w", key, offset, offset+int64(len(buf)), len(data), io.ErrUnexpectedEOF)
-	}
-	copy(buf, data)
-	return nil
+	return storage.FillRange(buf, data, key, offset)
 }
 
 // The rest goes to the bucket beneath, every capability kept.

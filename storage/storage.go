@@ -129,6 +129,13 @@ func ReadRange(ctx context.Context, b Bucket, key string, offset int64, buf []by
 	if err != nil {
 		return err
 	}
+	return FillRange(buf, data, key, offset)
+}
+
+// FillRange copies data, what a GetRange of len(buf) bytes of key from
+// offset returned, into buf: a short answer (a range past the object's end)
+// is an error wrapping io.ErrUnexpectedEOF, as ReadRange's.
+func FillRange(buf, data []byte, key string, offset int64) error {
 	if len(data) != len(buf) {
 		return fmt.Errorf("read %s [%d,%d): %d bytes: %w", key, offset, offset+int64(len(buf)), len(data), io.ErrUnexpectedEOF)
 	}

@@ -97,7 +97,7 @@ export FLOE_KAFKAGO_NOT_RUN := TestReaderConsumerGroup/verify_offset_committed \
 # Packages with concurrency, tested under the race detector.
 RACE_PKGS := ./kafkaproto/... ./storage/... ./metadata/... ./agent/... ./compactor/... ./iceberg/... ./internal/... ./bench/...
 
-.PHONY: run build test test-unit test-integration lint bench compat fuzz deps minio nats-server kcat postgres kgo-test kafka-go-test helm image clean
+.PHONY: run build proof nettools test test-unit test-integration lint bench compat fuzz deps minio nats-server kcat postgres kgo-test kafka-go-test helm image clean
 
 ## run: start floe on the embedded default (SQLite + ./floe-data) on 127.0.0.1:9092
 run: build
@@ -110,7 +110,7 @@ build:
 ## test: the whole suite, real PostgreSQL and real MinIO included
 test: deps
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(RACE_PKGS)
-	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 30m -count=1 ./cmd/... ./deploy/... ./integration/...
+	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 30m -count=1 ./cmd/... ./deploy/... ./integration/... ./proof/...
 
 ## lint: gofmt, go vet, staticcheck
 lint:
@@ -162,7 +162,7 @@ fuzz:
 
 ## deps: everything the tests need: MinIO, kcat, PostgreSQL server binaries, franz-go's kgo suite,
 ## kafka-go's suite
-deps: minio nats-server kcat postgres kgo-test kafka-go-test helm
+deps: minio nats-server kcat postgres nettools kgo-test kafka-go-test helm
 
 ## kgo-test: build franz-go's pkg/kgo integration test binary from the module cache into $(TOOLS)
 kgo-test: $(KGO_TEST)
@@ -220,6 +220,16 @@ compose-test: minio
 ## kcat: install Debian's kcat (librdkafka) when missing
 kcat:
 	@command -v kcat >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y kcat; }
+
+## nettools: install ip, tc and iptables (the proof's network namespaces and faults) when missing
+nettools:
+	@{ command -v ip && command -v tc && command -v iptables; } >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y iproute2 iptables; }
+
+## proof: the Jepsen-style proof (as root): the workload on 3 agents, a compactor, PostgreSQL and MinIO
+## under partitions, pauses and crashes for 3 minutes, checked, the report written to docs/proof
+## (replay a run with `go run ./proof/cmd/proof -seed N`)
+proof: build minio postgres nettools
+	$(GO) run ./proof/cmd/proof -duration 3m -out docs/proof -floe bin/floe
 
 ## postgres: install PostgreSQL server binaries when missing
 postgres:

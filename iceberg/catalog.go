@@ -109,8 +109,11 @@ func (c *Catalog) ensureNamespace(ctx context.Context) error {
 func (c *Catalog) Namespace() table.Identifier { return c.ns }
 
 // ident is the identifier of a topic's table.
-func (c *Catalog) ident(topic string) table.Identifier {
-	return append(table.Identifier{}, append(c.ns, TableName(topic))...)
+func (c *Catalog) ident(topic string) table.Identifier { return c.identOf(TableName(topic)) }
+
+// identOf is the identifier of the table named name in the namespace.
+func (c *Catalog) identOf(name string) table.Identifier {
+	return append(table.Identifier{}, append(c.ns, name)...)
 }
 
 // Load loads a topic's table; catalog.ErrNoSuchTable if it has none.
@@ -118,10 +121,16 @@ func (c *Catalog) Load(ctx context.Context, topic string) (*table.Table, error) 
 	return c.cat.LoadTable(ctx, c.ident(topic))
 }
 
-// create creates a topic's table with the given spec and properties.
-func (c *Catalog) create(ctx context.Context, topic string, spec iceberg.PartitionSpec, props iceberg.Properties) (*table.Table, error) {
-	loc := c.warehouse + "/" + c.ns[0] + "/" + TableName(topic)
-	return c.cat.CreateTable(ctx, c.ident(topic), Schema(),
+// loadNamed loads the table named name (a dead-letter table).
+func (c *Catalog) loadNamed(ctx context.Context, name string) (*table.Table, error) {
+	return c.cat.LoadTable(ctx, c.identOf(name))
+}
+
+// createNamed creates the table named name with the given schema, spec
+// and properties.
+func (c *Catalog) createNamed(ctx context.Context, name string, sc *iceberg.Schema, spec iceberg.PartitionSpec, props iceberg.Properties) (*table.Table, error) {
+	loc := c.warehouse + "/" + c.ns[0] + "/" + name
+	return c.cat.CreateTable(ctx, c.identOf(name), sc,
 		catalog.WithPartitionSpec(&spec), catalog.WithLocation(loc), catalog.WithProperties(props))
 }
 

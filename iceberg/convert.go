@@ -21,6 +21,7 @@ import (
 	"floe/internal/periodic"
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/schemaregistry"
 	"floe/storage"
 )
 
@@ -84,6 +85,7 @@ type Converter struct {
 	store   metadata.Store
 	bucket  storage.Bucket
 	cat     *Catalog
+	schemas SchemaSource
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time
@@ -93,12 +95,20 @@ type Converter struct {
 	foreignLogs map[string]time.Time // reportOnce's keys, last logged
 
 	loop *periodic.Loop
+
+	// afterDLQCommit, when set (tests), runs between a typed cycle's
+	// dead-letter commit and its table commit; an error ends the cycle
+	// there, as a crash would.
+	afterDLQCommit func() error
 }
 
 // NewConverter returns a converter; it does nothing until Start or RunOnce.
 func NewConverter(cfg ConverterConfig, store metadata.Store, bucket storage.Bucket, cat *Catalog, log *slog.Logger) *Converter {
 	return &Converter{
 		cfg: cfg, store: store, bucket: bucket, cat: cat,
+		// Typed tables decode with the registry's schemas, read from
+		// the same store as the agents' registry serves them.
+		schemas:     schemaregistry.New(schemaregistry.Config{Store: store}),
 		log:         log.With("component", "iceberg", "owner", cfg.ID),
 		metrics:     newMetrics(),
 		now:         time.Now,
@@ -177,20 +187,51 @@ func (c *Converter) RunOnce(ctx context.Context) error {
 // recreated under the same name, or one whose name maps to the same table).
 var errForeign = errors.New("table belongs to another topic")
 
+// errLayout marks a table whose layout (binary, typed, dead-letter) is
+// not the one its topic's configs ask for.
+var errLayout = errors.New("table has another layout")
+
+// tableKind is a table's layout: its schema, its partition spec's
+// columns, its floe.layout property.
+type tableKind int
+
+const (
+	kindBinary tableKind = iota
+	kindTyped
+	kindDLQ
+)
+
 // table loads topic t's table, creating it if missing. A table whose
 // floe.topic-id is another topic's returns errForeign.
 func (c *Converter) table(ctx context.Context, t metadata.Topic) (*table.Table, error) {
-	tbl, err := c.cat.Load(ctx, t.Name)
+	return c.tableOf(ctx, t, kindBinary, true)
+}
+
+// tableOf loads topic t's table of kind k, creating it if missing and
+// create is set (else nil). A table whose floe.topic-id is another
+// topic's returns errForeign; one of another layout errLayout.
+func (c *Converter) tableOf(ctx context.Context, t metadata.Topic, k tableKind, create bool) (*table.Table, error) {
+	name, sc, layout := TableName(t.Name), Schema(), ""
+	switch k {
+	case kindTyped:
+		sc, layout = TypedSchema(), layoutTyped
+	case kindDLQ:
+		name, sc, layout = DLQTableName(t.Name), DLQSchema(), layoutDLQ
+	}
+	tbl, err := c.cat.loadNamed(ctx, name)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
+		if !create {
+			return nil, nil
+		}
 		spec := DefaultPartitionSpec
 		if s, ok := t.Configs[ConfigPartitionSpec]; ok {
 			spec = s
 		}
-		ps, perr := ParsePartitionSpec(spec)
+		ps, perr := parsePartitionSpec(spec, k == kindTyped)
 		if perr != nil {
 			return nil, fmt.Errorf("topic %s: %s: %w", t.Name, ConfigPartitionSpec, perr)
 		}
-		tbl, err = c.cat.create(ctx, t.Name, ps, iceberg.Properties{
+		props := iceberg.Properties{
 			propTopic:   t.Name,
 			propTopicID: hex.EncodeToString(t.ID[:]),
 			// One manifest per commit otherwise; merged past 100.
@@ -198,9 +239,13 @@ func (c *Converter) table(ctx context.Context, t metadata.Topic) (*table.Table, 
 			// Bound the metadata.json files each commit leaves behind.
 			"write.metadata.delete-after-commit.enabled": "true",
 			"write.metadata.previous-versions-max":       "20",
-		})
+		}
+		if layout != "" {
+			props[propLayout] = layout
+		}
+		tbl, err = c.cat.createNamed(ctx, name, sc, ps, props)
 		if errors.Is(err, catalog.ErrTableAlreadyExists) {
-			tbl, err = c.cat.Load(ctx, t.Name)
+			tbl, err = c.cat.loadNamed(ctx, name)
 		}
 	}
 	if err != nil {
@@ -209,7 +254,18 @@ func (c *Converter) table(ctx context.Context, t metadata.Topic) (*table.Table, 
 	if id := tbl.Properties()[propTopicID]; id != hex.EncodeToString(t.ID[:]) {
 		return nil, fmt.Errorf("%w: %s (topic id %s, this topic %x)", errForeign, tbl.Properties()[propTopic], id, t.ID[:])
 	}
+	if got := tbl.Properties()[propLayout]; got != layout {
+		return nil, fmt.Errorf("%w: table %s is %s, the topic's configs ask %s (drop the table to convert the topic afresh from its log start)",
+			errLayout, name, layoutName(got), layoutName(layout))
+	}
 	return tbl, nil
+}
+
+func layoutName(l string) string {
+	if l == "" {
+		return "binary"
+	}
+	return l
 }
 
 // NextOffsets returns the offsets a table holds records below, per
@@ -264,9 +320,12 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 		c.reportOnce("unsupported/"+name, "topic not converted: its typed table config is not supported by this floe", name, err)
 		return nil
 	}
+	if topicTypedConfig(t).typed() {
+		return c.typedCycle(ctx, l, t)
+	}
 	tbl, err := c.table(ctx, t)
-	if errors.Is(err, errForeign) {
-		c.reportOnce(name, "topic not converted: its table belongs to another topic (drop or rename the table, or rename the topic)", name, err)
+	if errors.Is(err, errForeign) || errors.Is(err, errLayout) {
+		c.reportOnce(name, "topic not converted: its table belongs to another topic or has another layout (drop or rename the table, or rename the topic)", name, err)
 		c.metrics.cycles.WithLabelValues(name, "foreign").Inc()
 		return nil
 	}
@@ -409,49 +468,69 @@ func (c *Converter) records(ctx context.Context, t metadata.Topic, spans []*span
 			return
 		}
 		defer b.release()
-		for _, s := range spans {
-			for s.next < s.to && s.budget > 0 {
-				rows, err := c.store.Lookup(ctx, t.ID, s.partition, s.next, s.budget, 64)
-				if err != nil {
-					yield(nil, fmt.Errorf("partition %d at %d: %w", s.partition, s.next, err))
-					return
-				}
-				if len(rows) == 0 {
-					break
-				}
-				for _, r := range rows {
-					if r.BaseOffset >= s.to || s.budget <= 0 {
-						break
-					}
-					data, err := c.bucket.GetRange(ctx, r.ObjectKey, r.ByteOffset, r.ByteLength)
-					if err != nil {
-						yield(nil, fmt.Errorf("read %s: %w", r.ObjectKey, err))
-						return
-					}
-					if err := c.rowRecords(r, data, s, b); err != nil {
-						yield(nil, fmt.Errorf("partition %d row at %d in %s: %w", s.partition, r.BaseOffset, r.ObjectKey, err))
-						return
-					}
-					s.budget -= r.ByteLength
-					s.next = min(r.EndOffset, s.to)
-					for b.full() {
-						if !yield(b.flush(), nil) {
-							return
-						}
-					}
+		stopped := false
+		err = c.walk(ctx, t, spans, func(r *rawRecord) error {
+			b.add(r.partition, r.offset, r.ts, r.tsType, r.r)
+			return nil
+		}, func() bool {
+			for b.full() {
+				if !yield(b.flush(), nil) {
+					stopped = true
+					return false
 				}
 			}
-		}
-		if b.rows() > 0 {
+			return true
+		})
+		switch {
+		case err != nil:
+			yield(nil, err)
+		case !stopped && b.rows() > 0:
 			yield(b.flush(), nil)
 		}
 	}
 }
 
-// rowRecords appends the records of one index row inside [s.next, s.to)
+// walk reads the spans' records in offset order, partition after
+// partition, calling add for each record a read_committed consumer sees
+// and row after each index row (false stops the walk). Each span's next is
+// advanced to where its reading stopped: to, or the end of the last index
+// row read once the budget is spent.
+func (c *Converter) walk(ctx context.Context, t metadata.Topic, spans []*span, add func(*rawRecord) error, row func() bool) error {
+	for _, s := range spans {
+		for s.next < s.to && s.budget > 0 {
+			rows, err := c.store.Lookup(ctx, t.ID, s.partition, s.next, s.budget, 64)
+			if err != nil {
+				return fmt.Errorf("partition %d at %d: %w", s.partition, s.next, err)
+			}
+			if len(rows) == 0 {
+				break
+			}
+			for _, r := range rows {
+				if r.BaseOffset >= s.to || s.budget <= 0 {
+					break
+				}
+				data, err := c.bucket.GetRange(ctx, r.ObjectKey, r.ByteOffset, r.ByteLength)
+				if err != nil {
+					return fmt.Errorf("read %s: %w", r.ObjectKey, err)
+				}
+				if err := c.rowRecords(r, data, s, add); err != nil {
+					return fmt.Errorf("partition %d row at %d in %s: %w", s.partition, r.BaseOffset, r.ObjectKey, err)
+				}
+				s.budget -= r.ByteLength
+				s.next = min(r.EndOffset, s.to)
+				if !row() {
+					return nil
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// rowRecords adds the records of one index row inside [s.next, s.to)
 // that a read_committed consumer sees: no control batches, no records of
 // aborted transactions.
-func (c *Converter) rowRecords(r metadata.IndexEntry, data []byte, s *span, b *batchBuilder) error {
+func (c *Converter) rowRecords(r metadata.IndexEntry, data []byte, s *span, add func(*rawRecord) error) error {
 	end, err := kafkaproto.WalkBatches(data, r.BaseOffset, func(h kafkaproto.BatchHeader, batch []byte, base int64) error {
 		last := base + int64(h.LastOffsetDelta)
 		if h.IsControl() || last < s.next || base >= s.to {
@@ -469,7 +548,10 @@ func (c *Converter) rowRecords(r metadata.IndexEntry, data []byte, s *span, b *b
 			if off < s.next || off >= s.to {
 				continue
 			}
-			b.add(s.partition, off, h.RecordTimestamp(recs[i]), h.TimestampType(), &recs[i])
+			rec := rawRecord{partition: s.partition, offset: off, ts: h.RecordTimestamp(recs[i]), tsType: h.TimestampType(), r: &recs[i]}
+			if err := add(&rec); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -81,6 +81,13 @@ func arrowSchema() (*arrow.Schema, error) {
 // timestamp, bucket[16](key), identity(partition), truncate[4](value), …).
 // An empty value is the unpartitioned spec.
 func ParsePartitionSpec(s string) (iceberg.PartitionSpec, error) {
+	return parsePartitionSpec(s, false)
+}
+
+// parsePartitionSpec parses a ConfigPartitionSpec for a binary table or,
+// typed set, a typed one: the same column names, as the fields of the
+// _kafka struct.
+func parsePartitionSpec(s string, typed bool) (iceberg.PartitionSpec, error) {
 	sc := Schema()
 	var opts []iceberg.PartitionOption
 	seen := map[string]bool{}
@@ -108,7 +115,11 @@ func ParsePartitionSpec(s string) (iceberg.PartitionSpec, error) {
 			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: %s given twice", term, target)
 		}
 		seen[target] = true
-		opts = append(opts, iceberg.AddPartitionFieldByName(col, target, tr, sc, nil))
+		if typed {
+			opts = append(opts, iceberg.AddPartitionFieldByName(ColKafka+"."+col, target, tr, TypedSchema(), nil))
+		} else {
+			opts = append(opts, iceberg.AddPartitionFieldByName(col, target, tr, sc, nil))
+		}
 	}
 	spec, err := iceberg.NewPartitionSpecOpts(opts...)
 	if err != nil {

@@ -16,6 +16,7 @@ type metrics struct {
 	lagSeconds *prometheus.GaugeVec
 	maint      *prometheus.CounterVec
 	orphans    *prometheus.CounterVec
+	dlq        *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -23,7 +24,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_cycles_total",
-			Help: "Conversion cycles per table by result: ok (committed), idle (nothing new), conflict (the catalog refused the commit), failed, deleted (the topic was deleted while the cycle ran), foreign (the table belongs to another topic), unsupported (the topic's typed table config is not converted by this floe)."},
+			Help: "Conversion cycles per table by result: ok (committed), idle (nothing new), conflict (the catalog refused the commit), failed, deleted (the topic was deleted while the cycle ran), foreign (the table belongs to another topic, or has another layout than the topic's configs ask), unsupported (the topic's typed table config is not converted by this floe)."},
 			[]string{"table", "result"}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_commits_total",
 			Help: "Snapshots committed by conversion."}, table),
@@ -45,7 +46,10 @@ func newMetrics() *metrics {
 			Help: "Table maintenance steps by step and result."}, []string{"table", "step", "result"}),
 		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_orphan_files_deleted_total",
 			Help: "Files under a table's location that no snapshot references (written by cycles that did not commit), deleted by maintenance."}, table),
+		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_dlq_records_total",
+			Help: "Records committed into a typed table's dead-letter table (<table>__dlq), by reason: unframed, unknown_schema, unsupported_format, unmappable, incompatible_schema, does_not_decode."},
+			[]string{"table", "reason"}),
 	}
-	m.reg.MustRegister(m.cycles, m.commits, m.conflicts, m.rows, m.bytes, m.files, m.skipped, m.lagOffsets, m.lagSeconds, m.maint, m.orphans)
+	m.reg.MustRegister(m.dlq, m.cycles, m.commits, m.conflicts, m.rows, m.bytes, m.files, m.skipped, m.lagOffsets, m.lagSeconds, m.maint, m.orphans)
 	return m
 }

@@ -39,6 +39,12 @@ func newBatchBuilder() (*batchBuilder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newBatchBuilderFor(as), nil
+}
+
+// newBatchBuilderFor lays records out in as, whose first columns are
+// Schema's (a dead-letter table's adds its error after them).
+func newBatchBuilderFor(as *arrow.Schema) *batchBuilder {
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	hl := rb.Field(6).(*array.ListBuilder)
 	hs := hl.ValueBuilder().(*array.StructBuilder)
@@ -54,7 +60,7 @@ func newBatchBuilder() (*batchBuilder, error) {
 		header:   hs,
 		hdrKey:   hs.FieldBuilder(0).(*array.StringBuilder),
 		hdrValue: hs.FieldBuilder(1).(*array.BinaryBuilder),
-	}, nil
+	}
 }
 
 // add appends one record; ts is in milliseconds.

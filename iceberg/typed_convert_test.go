@@ -1,0 +1,333 @@
+package iceberg
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+	havro "github.com/hamba/avro/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/metadata"
+	"floe/metadata/sqlite"
+	"floe/schemaregistry"
+	"floe/storage"
+	"floe/storage/file"
+)
+
+// typedEnv is a converter over SQLite and a directory bucket, with the
+// registry on the same store.
+type typedEnv struct {
+	t      *testing.T
+	ctx    context.Context
+	store  metadata.Store
+	bucket storage.Bucket
+	conv   *Converter
+	reg    *schemaregistry.Server
+	topic  metadata.Topic
+}
+
+func newTypedEnv(t *testing.T, configs map[string]string) *typedEnv {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	bucket, err := file.New(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenDB(filepath.Join(dir, "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := OpenCatalog(ctx, CatalogConfig{DB: db, Dialect: "sqlite", Namespace: "floe",
+		Warehouse: "file://" + filepath.Join(dir, "objects", "iceberg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConverterConfig("test")
+	cfg.Maintenance.Every = 0
+	conv := NewConverter(cfg, store, bucket, cat, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	configs[ConfigEnabled] = "true"
+	tp, err := store.CreateTopic(ctx, "orders", 1, configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &typedEnv{t: t, ctx: ctx, store: store, bucket: bucket, conv: conv,
+		reg: schemaregistry.New(schemaregistry.Config{Store: store}), topic: tp}
+}
+
+// call sends one request to the registry and decodes its answer into out.
+func (e *typedEnv) call(method, path string, body, out any) {
+	e.t.Helper()
+	b, _ := json.Marshal(body)
+	req := httptest.NewRequest(method, path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	rec := httptest.NewRecorder()
+	e.reg.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		e.t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// register registers an Avro schema under orders-value and returns its id.
+func (e *typedEnv) register(schema string) int {
+	var out struct{ ID int }
+	e.call("POST", "/subjects/orders-value/versions", map[string]any{"schema": schema}, &out)
+	return out.ID
+}
+
+// frame is Confluent's wire format of v under schema id.
+func frame(t *testing.T, id int, schema string, v any) []byte {
+	t.Helper()
+	payload, err := havro.Marshal(havro.MustParse(schema), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []byte{0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(out[1:], uint32(id))
+	return append(out, payload...)
+}
+
+// produce commits one object holding one batch of the values (nil: a
+// tombstone) to partition 0.
+func (e *typedEnv) produce(values ...[]byte) {
+	e.t.Helper()
+	var recs []byte
+	for i, v := range values {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte(fmt.Sprintf("k%d", i)), Value: v,
+			Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}}
+		body := r.AppendTo(nil)[1:]
+		r.Length = int32(len(body))
+		recs = r.AppendTo(recs)
+	}
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, PartitionLeaderEpoch: -1, LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(values)), Records: recs}
+	batch := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(batch[8:], uint32(len(batch)-12))
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+	w := storage.NewObjectWriter()
+	w.Add(storage.TopicID(e.topic.ID), 0, batch, int64(len(values)), now, now)
+	obj, runs := w.Finish()
+	key := storage.NewObjectKey()
+	if err := e.bucket.Put(e.ctx, key, obj); err != nil {
+		e.t.Fatal(err)
+	}
+	commit := metadata.ObjectCommit{Key: key, Size: int64(len(obj)), AgentID: "test"}
+	for _, r := range runs {
+		commit.Runs = append(commit.Runs, metadata.RunCommit{TopicID: metadata.TopicID(r.TopicID), Partition: r.Partition,
+			ByteOffset: r.Offset, ByteLength: r.Length, Batches: r.Batches, Records: r.Records,
+			MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp})
+	}
+	if _, err := e.store.CommitObject(e.ctx, commit); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// rows scans a table into JSON lines sorted by offset, with the given
+// columns only.
+func (e *typedEnv) rows(tbl *table.Table, cols ...string) []string {
+	e.t.Helper()
+	at, err := tbl.Scan(table.WithSelectedFields(cols...)).ToArrowTable(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer at.Release()
+	var lines []string
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	for tr.Next() {
+		var buf bytes.Buffer
+		if err := array.RecordToJSON(tr.RecordBatch(), &buf); err != nil {
+			e.t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func (e *typedEnv) cycle() error {
+	e.t.Helper()
+	l, err := metadata.AcquireJobLease(e.ctx, e.store, "iceberg/orders", "test", time.Minute)
+	if err != nil || l == nil {
+		e.t.Fatal(err)
+	}
+	defer l.Release(e.ctx)
+	tp, err := e.store.Topic(e.ctx, "orders")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.conv.cycle(e.ctx, l, tp)
+}
+
+const (
+	orderV1 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"item","type":"string"}]}`
+	// v2: id promoted to long, an optional field added.
+	orderV2 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"item","type":"string"},
+		{"name":"note","type":["null","string"],"default":null}]}`
+	// v3: item is an int: no Iceberg evolution takes it.
+	orderV3 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"item","type":"int"}]}`
+)
+
+// TestTypedAvroTable: framed Avro records of three schema versions, and
+// records that cannot be rows, land each in exactly one of the typed
+// table and its dead-letter table; the table evolves (a column added, a
+// type promoted) and old rows read null in the new column.
+func TestTypedAvroTable(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix})
+	v1 := e.register(orderV1)
+	v2 := e.register(orderV2)
+	e.call("PUT", "/config/orders-value", map[string]any{"compatibility": "NONE"}, nil)
+	v3 := e.register(orderV3)
+	good := frame(t, v1, orderV1, map[string]any{"id": 1, "item": "tea"})
+	e.produce(
+		good, // 0
+		frame(t, v2, orderV2, map[string]any{"id": int64(1) << 40, "item": "cake", "note": "gift"}), // 1
+		[]byte("plain text"), // 2: unframed
+		frame(t, 9999, orderV1, map[string]any{"id": 5, "item": "x"}), // 3: unknown id
+		good[:len(good)-2], // 4: truncated
+		frame(t, v3, orderV3, map[string]any{"id": int64(3), "item": 7}), // 5: incompatible
+		nil, // 6: tombstone
+		frame(t, v1, orderV1, map[string]any{"id": 2, "item": "jam"}), // 7
+	)
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fieldsOf(tbl.Schema()); !strings.Contains(got, "id: long\nitem: string\nnote: string") {
+		t.Errorf("table columns\n%s", got)
+	}
+	got := e.rows(tbl, "_kafka.offset", "id", "item", "note")
+	want := []string{
+		`{"_kafka":{"offset":0},"id":1,"item":"tea","note":null}`,
+		`{"_kafka":{"offset":1},"id":1099511627776,"item":"cake","note":"gift"}`,
+		`{"_kafka":{"offset":6},"id":null,"item":null,"note":null}`,
+		`{"_kafka":{"offset":7},"id":2,"item":"jam","note":null}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("table rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, l := range e.rows(dlq, ColOffset, ColError) {
+		var r struct {
+			Offset int64
+			Error  string
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		reasons = append(reasons, fmt.Sprintf("%d %s", r.Offset, strings.SplitN(r.Error, ":", 2)[0]))
+	}
+	sort.Strings(reasons)
+	wantDLQ := []string{"2 unframed", "3 unknown_schema", "4 does_not_decode", "5 incompatible_schema"}
+	if strings.Join(reasons, ",") != strings.Join(wantDLQ, ",") {
+		t.Errorf("dead letters %v, want %v", reasons, wantDLQ)
+	}
+	if n := testutil.ToFloat64(e.conv.metrics.dlq.WithLabelValues("orders", reasonUnframed)); n != 1 {
+		t.Errorf("floe_iceberg_dlq_records_total{reason=unframed} = %v", n)
+	}
+	// Another cycle, nothing new: nothing written twice.
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = e.conv.cat.Load(e.ctx, "orders")
+	dlq, _ = e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+	if n, m := len(e.rows(tbl, "_kafka.offset")), len(e.rows(dlq, ColOffset)); n != 4 || m != 4 {
+		t.Errorf("after an idle cycle: %d rows, %d dead letters", n, m)
+	}
+}
+
+// TestTypedCrashBetweenCommits: a cycle that committed the dead-letter
+// table and not the typed table (a crash between the two) is redone
+// without writing its dead letters twice.
+func TestTypedCrashBetweenCommits(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix})
+	v1 := e.register(orderV1)
+	e.produce(frame(t, v1, orderV1, map[string]any{"id": 1, "item": "tea"}), []byte("x"),
+		frame(t, v1, orderV1, map[string]any{"id": 2, "item": "jam"}), []byte("y"))
+	crash := errors.New("crash")
+	e.conv.afterDLQCommit = func() error { return crash }
+	if err := e.cycle(); !errors.Is(err, crash) {
+		t.Fatalf("cycle: %v, want the crash", err)
+	}
+	e.conv.afterDLQCommit = nil
+	e.produce([]byte("z"), frame(t, v1, orderV1, map[string]any{"id": 3, "item": "egg"}))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(e.rows(tbl, "_kafka.offset"), ",")
+	if want := `{"_kafka":{"offset":0}},{"_kafka":{"offset":2}},{"_kafka":{"offset":5}}`; got != want {
+		t.Errorf("table offsets %s, want %s", got, want)
+	}
+	got = strings.Join(e.rows(dlq, ColOffset), ",")
+	if want := `{"offset":1},{"offset":3},{"offset":4}`; got != want {
+		t.Errorf("dead-letter offsets %s, want %s", got, want)
+	}
+}
+
+// TestTypedLayoutChange: a binary table is not written as typed (nor the
+// other way round): the topic is left unconverted until the table is
+// dropped.
+func TestTypedLayoutChange(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{})
+	e.produce([]byte("a"))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.SetTopicConfigs(e.ctx, "orders", map[string]string{ConfigEnabled: "true", ConfigValueMode: ModeSchemaIDPrefix}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(e.conv.metrics.cycles.WithLabelValues("orders", "foreign")); n != 1 {
+		t.Errorf("cycles{result=foreign} = %v, want 1", n)
+	}
+}

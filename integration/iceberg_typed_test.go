@@ -1,0 +1,325 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// typedOrderSchema has a field of every kind the typed table maps.
+const typedOrderSchema = `{"type":"record","name":"TypedOrder","namespace":"shop","fields":[
+	{"name":"id","type":"long"},
+	{"name":"item","type":"string"},
+	{"name":"qty","type":"int"},
+	{"name":"price","type":"double"},
+	{"name":"paid","type":"boolean"},
+	{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},
+	{"name":"placed","type":{"type":"long","logicalType":"timestamp-millis"}},
+	{"name":"day","type":{"type":"int","logicalType":"date"}},
+	{"name":"status","type":{"type":"enum","name":"Status","symbols":["NEW","SHIPPED"]}},
+	{"name":"tags","type":{"type":"array","items":"string"}},
+	{"name":"attrs","type":{"type":"map","values":"string"}},
+	{"name":"note","type":["null","string"],"default":null},
+	{"name":"customer","type":{"type":"record","name":"Customer","fields":[{"name":"name","type":"string"},{"name":"vip","type":"boolean"}]}}]}`
+
+type typedCustomer struct {
+	Name string `avro:"name" json:"name"`
+	VIP  bool   `avro:"vip" json:"vip"`
+}
+
+type typedOrder struct {
+	ID       int64             `avro:"id"`
+	Item     string            `avro:"item"`
+	Qty      int32             `avro:"qty"`
+	Price    float64           `avro:"price"`
+	Paid     bool              `avro:"paid"`
+	Amount   *big.Rat          `avro:"amount"`
+	Placed   time.Time         `avro:"placed"`
+	Day      time.Time         `avro:"day"`
+	Status   string            `avro:"status"`
+	Tags     []string          `avro:"tags"`
+	Attrs    map[string]string `avro:"attrs"`
+	Note     *string           `avro:"note"`
+	Customer typedCustomer     `avro:"customer"`
+}
+
+// row is the order as the table's row is compared: one line of text.
+func (o typedOrder) row(offset int64) string {
+	note := "null"
+	if o.Note != nil {
+		note = *o.Note
+	}
+	keys := make([]string, 0, len(o.Attrs))
+	for k := range o.Attrs {
+		keys = append(keys, k+"="+o.Attrs[k])
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("%d id=%d item=%s qty=%d price=%g paid=%v amount=%s placed=%d day=%s status=%s tags=%v attrs=%v note=%s customer=%s/%v",
+		offset, o.ID, o.Item, o.Qty, o.Price, o.Paid, o.Amount.FloatString(2), o.Placed.UnixMicro(), o.Day.Format(time.DateOnly),
+		o.Status, o.Tags, keys, note, o.Customer.Name, o.Customer.VIP)
+}
+
+// TestIcebergTypedAvro: a topic with floe.iceberg.value.mode=schema_id_prefix
+// whose values are produced with franz-go's sr serde against floe dev's
+// registry becomes a table with a typed column per Avro field: iceberg-go
+// through the REST catalog and DuckDB over the snapshot's Parquet files
+// read every field as produced; an unframed record and one with an
+// unregistered id land in the dead-letter table, and nothing else does.
+func TestIcebergTypedAvro(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
+	const topic = "typed.orders"
+	rc, err := sr.NewClient(sr.URLs("http://" + dev.RegistryAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: typedOrderSchema, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := avro.MustParse(typedOrderSchema)
+	var serde sr.Serde
+	serde.Register(ss.ID, typedOrder{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(schema, v) }))
+	createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{
+		"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	placed := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	want := map[int64]string{}
+	const n = 40
+	for i := range n {
+		note := fmt.Sprintf("note %d", i)
+		o := typedOrder{ID: int64(i) << 33, Item: fmt.Sprintf("item-%d", i), Qty: int32(i), Price: float64(i) + 0.25, Paid: i%2 == 0,
+			Amount: big.NewRat(int64(i)*100+7, 100), Placed: placed.Add(time.Duration(i) * time.Millisecond),
+			Day: placed.AddDate(0, 0, i).Truncate(24 * time.Hour), Status: []string{"NEW", "SHIPPED"}[i%2],
+			Tags: []string{"a", fmt.Sprint(i)}, Attrs: map[string]string{"k": fmt.Sprint(i)}, Customer: typedCustomer{Name: "c", VIP: i%3 == 0}}
+		if i%4 == 0 {
+			o.Note = &note
+		}
+		v, err := serde.Encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Value: v}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[r.Offset] = o.row(r.Offset)
+	}
+	bad := map[int64]string{}
+	for _, v := range [][]byte{[]byte("not framed"), {0, 0, 1, 0x86, 0xa0, 2}} {
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Value: v}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad[r.Offset] = string(v)
+	}
+
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+dev.HTTPAddr+"/iceberg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, dlq := waitTyped(t, ctx, cat, "typed_orders", n, len(bad))
+
+	got := typedRows(t, ctx, tbl)
+	for off, w := range want {
+		if got[off] != w {
+			t.Errorf("offset %d\n got %s\nwant %s", off, got[off], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("table has %d rows, want %d", len(got), len(want))
+	}
+	at, err := dlq.Scan(table.WithSelectedFields("offset", "error")).ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	reasons := map[int64]string{}
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		offs := rec.Column(rec.Schema().FieldIndices("offset")[0]).(*array.Int64)
+		errs := rec.Column(rec.Schema().FieldIndices("error")[0]).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			reasons[offs.Value(i)] = strings.SplitN(errs.Value(i), ":", 2)[0]
+		}
+	}
+	if fmt.Sprint(reasons) != fmt.Sprintf("map[%d:unframed %d:unknown_schema]", n, n+1) {
+		t.Errorf("dead letters %v", reasons)
+	}
+
+	// DuckDB, over the same snapshot's Parquet files.
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, task := range tasks {
+		u, err := url.Parse(task.File.FilePath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, u.Path)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT _kafka.offset, id, item, qty, price, paid, CAST(amount AS VARCHAR), epoch_us(placed),
+		CAST(day AS VARCHAR), status, CAST(to_json(tags) AS VARCHAR), CAST(to_json(map_entries(attrs)) AS VARCHAR), note, customer.name, customer.vip FROM `+readParquet(duckdbPathList(files)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var off, id, placedUs int64
+		var qty int32
+		var price float64
+		var paid, vip bool
+		var item, amount, day, status, tags, attrs, name string
+		var note sql.NullString
+		if err := rows.Scan(&off, &id, &item, &qty, &price, &paid, &amount, &placedUs, &day, &status, &tags, &attrs, &note, &name, &vip); err != nil {
+			t.Fatal(err)
+		}
+		var tagList []string
+		_ = json.Unmarshal([]byte(tags), &tagList)
+		var entries []struct{ Key, Value string }
+		_ = json.Unmarshal([]byte(attrs), &entries)
+		var kv []string
+		for _, e := range entries {
+			kv = append(kv, e.Key+"="+e.Value)
+		}
+		noteS := "null"
+		if note.Valid {
+			noteS = note.String
+		}
+		line := fmt.Sprintf("%d id=%d item=%s qty=%d price=%g paid=%v amount=%s placed=%d day=%s status=%s tags=%v attrs=%v note=%s customer=%s/%v",
+			off, id, item, qty, price, paid, amount, placedUs, day, status, tagList, kv, noteS, name, vip)
+		if line != want[off] {
+			t.Errorf("DuckDB offset %d\n got %s\nwant %s", off, line, want[off])
+		}
+		seen++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != n {
+		t.Errorf("DuckDB read %d rows, want %d", seen, n)
+	}
+}
+
+// waitTyped waits until the typed table and its dead-letter table hold
+// rows and dead records, and returns them.
+func waitTyped(t *testing.T, ctx context.Context, cat catalog.Catalog, name string, rows, dead int) (*table.Table, *table.Table) {
+	t.Helper()
+	count := func(tb *table.Table) int {
+		at, err := tb.Scan().ToArrowTable(ctx)
+		if err != nil {
+			return -1
+		}
+		defer at.Release()
+		return int(at.NumRows())
+	}
+	var last string
+	for ctx.Err() == nil {
+		tbl, err1 := cat.LoadTable(ctx, table.Identifier{"floe", name})
+		dlq, err2 := cat.LoadTable(ctx, table.Identifier{"floe", name + "__dlq"})
+		if err1 == nil && err2 == nil {
+			n, m := count(tbl), count(dlq)
+			if n == rows && m == dead {
+				return tbl, dlq
+			}
+			last = fmt.Sprintf("%d rows, %d dead", n, m)
+		} else {
+			last = fmt.Sprint(err1, err2)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("table %s: %s, want %d rows and %d dead", name, last, rows, dead)
+	return nil, nil
+}
+
+// typedRows reads the typed order table through iceberg-go into the
+// lines typedOrder.row makes, by offset.
+func typedRows(t *testing.T, ctx context.Context, tbl *table.Table) map[int64]string {
+	t.Helper()
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	out := map[int64]string{}
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		var buf strings.Builder
+		if err := array.RecordToJSON(rec, &buf); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var r struct {
+				Kafka    struct{ Offset int64 } `json:"_kafka"`
+				ID       int64
+				Item     string
+				Qty      int32
+				Price    float64
+				Paid     bool
+				Amount   string
+				Placed   string
+				Day      string
+				Status   string
+				Tags     []string
+				Attrs    []struct{ Key, Value string }
+				Note     *string
+				Customer typedCustomer
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			placed, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", r.Placed)
+			if err != nil {
+				t.Fatalf("placed %q: %v", r.Placed, err)
+			}
+			day, err := time.Parse(time.DateOnly, r.Day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			amount, ok := new(big.Rat).SetString(r.Amount)
+			if !ok {
+				t.Fatalf("amount %q", r.Amount)
+			}
+			attrs := map[string]string{}
+			for _, e := range r.Attrs {
+				attrs[e.Key] = e.Value
+			}
+			o := typedOrder{ID: r.ID, Item: r.Item, Qty: r.Qty, Price: r.Price, Paid: r.Paid, Amount: amount, Placed: placed, Day: day,
+				Status: r.Status, Tags: r.Tags, Attrs: attrs, Note: r.Note, Customer: r.Customer}
+			out[r.Kafka.Offset] = o.row(r.Kafka.Offset)
+		}
+	}
+	return out
+}

@@ -2,9 +2,11 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
@@ -67,7 +69,19 @@ func (c *Converter) maybeMaintain(ctx context.Context, l *metadata.JobLease, t m
 // are a table property, which none of them changes); a failed step is
 // counted and the next one still runs.
 func (c *Converter) Maintain(ctx context.Context, l *metadata.JobLease, t metadata.Topic) error {
-	name := TableName(t.Name)
+	err := c.maintain(ctx, l, TableName(t.Name))
+	if !topicTypedConfig(t).typed() {
+		return err
+	}
+	// A typed table's dead-letter table, once it exists, is kept as well.
+	if _, lerr := c.cat.loadNamed(ctx, DLQTableName(t.Name)); errors.Is(lerr, catalog.ErrNoSuchTable) {
+		return err
+	}
+	return errors.Join(err, c.maintain(ctx, l, DLQTableName(t.Name)))
+}
+
+// maintain runs the maintenance steps on the table named name.
+func (c *Converter) maintain(ctx context.Context, l *metadata.JobLease, name string) error {
 	m := c.cfg.Maintenance
 	steps := []struct {
 		name string
@@ -124,7 +138,7 @@ func (c *Converter) Maintain(ctx context.Context, l *metadata.JobLease, t metada
 		if err := l.Renew(ctx); err != nil {
 			return err
 		}
-		tbl, err := c.cat.Load(ctx, t.Name)
+		tbl, err := c.cat.loadNamed(ctx, name)
 		if err == nil {
 			err = s.fn(tbl)
 		}

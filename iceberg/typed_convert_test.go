@@ -274,6 +274,24 @@ func TestTypedAvroTable(t *testing.T) {
 	if n, m := len(e.rows(tbl, "_kafka.offset")), len(e.rows(dlq, ColOffset)); n != 4 || m != 4 {
 		t.Errorf("after an idle cycle: %d rows, %d dead letters", n, m)
 	}
+	// Maintenance keeps both tables, and their rows.
+	l, err := metadata.AcquireJobLease(e.ctx, e.store, "iceberg/orders", "test", time.Minute)
+	if err != nil || l == nil {
+		t.Fatal(err)
+	}
+	defer l.Release(e.ctx)
+	if err := e.conv.Maintain(e.ctx, l, e.topic); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"orders", "orders__dlq"} {
+		if n := testutil.ToFloat64(e.conv.metrics.maint.WithLabelValues(name, "expire-snapshots", "ok")); n != 1 {
+			t.Errorf("%s: maintenance_total{step=expire-snapshots,result=ok} = %v", name, n)
+		}
+	}
+	tbl, _ = e.conv.cat.Load(e.ctx, "orders")
+	if got := e.rows(tbl, "_kafka.offset", "id", "item", "note"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after maintenance\n%s", strings.Join(got, "\n"))
+	}
 }
 
 // TestTypedCrashBetweenCommits: a cycle that committed the dead-letter

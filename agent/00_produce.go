@@ -163,32 +163,38 @@ func (a *Agent) validateSchemas(ctx context.Context, sp *kmsg.ProduceResponseTop
 		sp.ErrorMessage = &msg
 		return kerr.InvalidRecord
 	}
-	_, recs, err := kafkaproto.DecodeRecords(batch)
-	if err != nil {
-		return kerr.CorruptMessage
-	}
+	check := validation.NewChecker(a.cfg.SchemaRegistry, topic, rules)
 	var first string
-	for i, rec := range recs {
-		err := validation.Check(ctx, a.cfg.SchemaRegistry, topic, true, rules.Key, rec.Key)
+	var lookupErr error
+	err := kafkaproto.EachRecord(batch, func(i int32, key, value []byte) error {
+		err := check.Check(ctx, true, key)
 		if err == nil {
-			err = validation.Check(ctx, a.cfg.SchemaRegistry, topic, false, rules.Value, rec.Value)
+			err = check.Check(ctx, false, value)
 		}
 		if err == nil {
-			continue
+			return nil
 		}
 		var ref *validation.Refusal
 		if !errors.As(err, &ref) {
-			a.log.Warn("produce: schema registry look-up failed", "topic", topic, "err", err)
-			return kerr.KafkaStorageError
+			lookupErr = err
+			return err
 		}
 		a.metrics.schemaFailures.WithLabelValues(topic, string(ref.Reason)).Inc()
 		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-		er.RelativeOffset = int32(i)
+		er.RelativeOffset = i
 		er.ErrorMessage = &ref.Msg
 		sp.ErrorRecords = append(sp.ErrorRecords, er)
 		if first == "" {
 			first = fmt.Sprintf("record %d: %s", i, ref.Msg)
 		}
+		return nil
+	})
+	if lookupErr != nil {
+		a.log.Warn("produce: schema registry look-up failed", "topic", topic, "err", lookupErr)
+		return kerr.KafkaStorageError
+	}
+	if err != nil {
+		return kerr.CorruptMessage
 	}
 	if first == "" {
 		return nil

@@ -252,6 +252,17 @@ func FuzzDecodeRecords(f *testing.F) {
 			if len(recs) != int(h.NumRecords) {
 				t.Fatalf("%d records, header says %d", len(recs), h.NumRecords)
 			}
+			// EachRecord visits what DecodeRecords decodes.
+			i := 0
+			if err := EachRecord(b, func(_ int32, key, value []byte) error {
+				if !bytes.Equal(key, recs[i].Key) || !bytes.Equal(value, recs[i].Value) || (key == nil) != (recs[i].Key == nil) {
+					t.Fatalf("record %d: EachRecord and DecodeRecords disagree", i)
+				}
+				i++
+				return nil
+			}); err != nil || i != len(recs) {
+				t.Fatalf("EachRecord visited %d of %d records: %v", i, len(recs), err)
+			}
 		}
 		check(batch)
 		if len(batch) >= BatchHeaderSize {

@@ -123,6 +123,39 @@ func kgoTestRecords() ([]*kgo.Record, []wantRecord) {
 
 // TestDecodeRecordsFromFranzGo decodes batches a real franz-go client
 // produced to the in-process test broker, with every codec.
+// TestEachRecordEveryCodec: EachRecord visits each record's key and value
+// (null as nil) in order, for every codec, and stops at fn's error.
+func TestEachRecordEveryCodec(t *testing.T) {
+	for _, codec := range testCodecs {
+		t.Run(codec, func(t *testing.T) {
+			b := buildBatch(t, codec, 1_700_000_000_000, sampleRecords())
+			_, recs, err := DecodeRecords(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seen int32
+			err = EachRecord(b, func(i int32, key, value []byte) error {
+				r := recs[i]
+				if i != seen || !bytes.Equal(key, r.Key) || !bytes.Equal(value, r.Value) || (key == nil) != (r.Key == nil) || (value == nil) != (r.Value == nil) {
+					t.Fatalf("record %d: key %q value %q, want %q %q", i, key, value, r.Key, r.Value)
+				}
+				seen++
+				return nil
+			})
+			if err != nil || int(seen) != len(recs) {
+				t.Fatalf("visited %d of %d: %v", seen, len(recs), err)
+			}
+			stop := errors.New("stop")
+			if err := EachRecord(b, func(int32, []byte, []byte) error { return stop }); err != stop {
+				t.Fatalf("fn's error: %v", err)
+			}
+		})
+	}
+	if err := EachRecord(buildBatch(t, "none", 0, sampleRecords())[:70], func(int32, []byte, []byte) error { return nil }); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a cut batch: %v, want ErrMalformed", err)
+	}
+}
+
 func TestDecodeRecordsFromFranzGo(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

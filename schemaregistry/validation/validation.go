@@ -183,57 +183,130 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return r.Msg }
 
-// Check checks one record's key (isKey) or value against rule for topic.
-// A refused record gets a *Refusal; any other error is the registry's
-// (the store unreachable) and says nothing of the record. A null key or
-// value is not checked: a tombstone or an unkeyed record carries no
-// schema.
-func Check(ctx context.Context, reg Registry, topic string, isKey bool, rule Rule, data []byte) error {
-	if rule.Mode == Off || data == nil {
-		return nil
-	}
+// Checker checks the records of one batch of one topic. It remembers, for
+// the batch, what it learnt of each schema id (the schema, whether the
+// record's subject holds it), so a batch written with one schema costs one
+// look-up, and a record in mode true costs the parse of its five-byte
+// header. Not safe for concurrent use: one per batch.
+type Checker struct {
+	reg   Registry
+	topic string
+	rules Rules
+	ids   []idVerdict
+}
+
+// idVerdict is what a Checker learnt of one (side, id, message index).
+type idVerdict struct {
+	key    bool
+	id     int
+	index  string // Protobuf's message indexes, when the subject depends on them
+	schema schemaregistry.Schema
+	err    error // the id's refusal, or nil
+}
+
+// NewChecker checks records of topic against its rules through reg.
+func NewChecker(reg Registry, topic string, rules Rules) *Checker {
+	return &Checker{reg: reg, topic: topic, rules: rules}
+}
+
+// Check checks one record's key (isKey) or value. A refused record gets a
+// *Refusal; any other error is the registry's (the store unreachable) and
+// says nothing of the record. A null key or value is not checked: a
+// tombstone or an unkeyed record carries no schema.
+func (c *Checker) Check(ctx context.Context, isKey bool, data []byte) error {
+	rule := c.rules.Value
 	side := "value"
 	if isKey {
-		side = "key"
+		rule, side = c.rules.Key, "key"
+	}
+	if rule.Mode == Off || data == nil {
+		return nil
 	}
 	var h sr.ConfluentHeader
 	id, rest, err := h.DecodeID(data)
 	if err != nil {
 		return &Refusal{Unframed, fmt.Sprintf("%s is not framed with a schema id (magic byte 0 and a 4-byte id)", side)}
 	}
-	s, err := reg.SchemaByID(ctx, id)
-	if errors.Is(err, schemaregistry.ErrUnknownSchema) {
+	var sch schemaregistry.Schema
+	if v := c.verdict(isKey, id, ""); v != nil {
+		sch = v.schema
+	} else if sch, err = c.reg.SchemaByID(ctx, id); errors.Is(err, schemaregistry.ErrUnknownSchema) {
 		return &Refusal{UnknownID, fmt.Sprintf("%s names schema id %d, which the registry does not have", side, id)}
-	}
-	if err != nil {
+	} else if err != nil {
 		return fmt.Errorf("schema %d: %w", id, err)
 	}
+	// Protobuf's message indexes are read only when they matter: to
+	// decode the payload, or to name a record subject. Under
+	// TopicNameStrategy in mode true a record is its framed id alone.
 	var index []int
-	if s.Type == format.Protobuf {
+	indexKey := ""
+	if sch.Type == format.Protobuf && (rule.Mode == Full || rule.Strategy != TopicName) {
 		if index, rest, err = h.DecodeIndex(rest, 64); err != nil {
 			return &Refusal{BadIndex, fmt.Sprintf("%s's Protobuf message indexes do not decode: %v", side, err)}
 		}
+		if rule.Strategy != TopicName {
+			indexKey = fmt.Sprint(index)
+		}
 	}
-	subject, err := subjectOf(topic, side, rule.Strategy, s, index)
+	v := c.verdict(isKey, id, indexKey)
+	if v == nil {
+		c.ids = append(c.ids, idVerdict{key: isKey, id: id, index: indexKey, schema: sch,
+			err: c.subjectHolds(ctx, side, rule, sch, id, index)})
+		v = &c.ids[len(c.ids)-1]
+	}
+	if v.err == nil && rule.Mode == Full {
+		return c.decodes(side, id, sch, index, rest)
+	}
+	return v.err
+}
+
+// verdict is what the batch learnt of (side, id) and, when the subject
+// depends on it, the message index (indexKey; "" when it does not, which
+// also finds the schema of an id whatever its index), or nil.
+func (c *Checker) verdict(isKey bool, id int, indexKey string) *idVerdict {
+	for i := range c.ids {
+		if v := &c.ids[i]; v.key == isKey && v.id == id && (indexKey == "" || v.index == indexKey) {
+			return v
+		}
+	}
+	return nil
+}
+
+// subjectHolds checks that the record's subject holds schema id.
+func (c *Checker) subjectHolds(ctx context.Context, side string, rule Rule, s schemaregistry.Schema, id int, index []int) error {
+	subject, err := subjectOf(c.topic, side, rule.Strategy, s, index)
 	if err != nil {
 		return &Refusal{BadIndex, fmt.Sprintf("%s: %v", side, err)}
 	}
-	ok, err := reg.SubjectHasID(ctx, subject, id)
+	ok, err := c.reg.SubjectHasID(ctx, subject, id)
 	if err != nil {
 		return fmt.Errorf("subject %s: %w", subject, err)
 	}
 	if !ok {
 		return &Refusal{WrongSubject, fmt.Sprintf("%s's schema id %d is not registered under subject %s", side, id, subject)}
 	}
-	if rule.Mode == Full {
-		if err := s.Parsed.Validate(index, rest); err != nil {
-			if errors.Is(err, format.ErrUnknownIndex) {
-				return &Refusal{BadIndex, fmt.Sprintf("%s: %v", side, err)}
-			}
-			return &Refusal{Invalid, fmt.Sprintf("%s does not decode with schema id %d: %v", side, id, err)}
+	return nil
+}
+
+// decodes checks a payload against its schema (mode full).
+func (c *Checker) decodes(side string, id int, s schemaregistry.Schema, index []int, payload []byte) error {
+	if err := s.Parsed.Validate(index, payload); err != nil {
+		if errors.Is(err, format.ErrUnknownIndex) {
+			return &Refusal{BadIndex, fmt.Sprintf("%s: %v", side, err)}
 		}
+		return &Refusal{Invalid, fmt.Sprintf("%s does not decode with schema id %d: %v", side, id, err)}
 	}
 	return nil
+}
+
+// Check checks one record alone: a Checker of one record, for rule on the
+// given side.
+func Check(ctx context.Context, reg Registry, topic string, isKey bool, rule Rule, data []byte) error {
+	rules := Rules{Value: rule}
+	if isKey {
+		rules = Rules{Key: rule}
+	}
+	return NewChecker(reg, topic, rules).Check(ctx, isKey, data)
 }
 
 // subjectOf names the subject of a record's schema under a strategy.

@@ -116,6 +116,9 @@ func TestCheck(t *testing.T) {
 		{"protobuf does not decode", "protos", false, full, frame(protoID, []int{0}, badProto), validation.Invalid},
 		{"protobuf index names no message", "protos", false, full, frame(protoID, []int{5}, protoOrder), validation.BadIndex},
 		{"protobuf indexes missing", "protos", false, full, frame(protoID, nil, nil)[:5], validation.BadIndex},
+		// Under TopicNameStrategy in mode true the indexes are not read: a
+		// serializer that writes none (kafkajs's) is framed well enough.
+		{"protobuf true, no indexes written", "protos", false, id, append(frame(protoID, nil, nil)[:5], 0x08, 0xac, 0x02, 0x12, 0x00), ""},
 		{"record name strategy", "anything", false, recordName, frame(avroID, nil, avroOrderPayload(2)), ""},
 		{"record name strategy, json title unregistered", "anything", false, recordName, frame(jsonID, nil, []byte(`{"id":1}`)), validation.WrongSubject},
 		{"topic record name strategy", "protos", false, topicRecord, frame(protoID, []int{1}, protoOrder), ""},
@@ -162,6 +165,53 @@ func TestRulesOf(t *testing.T) {
 		"com.example.RecordNameStrategy": false, "Topic": false} {
 		if got := validation.CheckStrategy(v) == ""; got != ok {
 			t.Errorf("CheckStrategy(%q) accepted %v, want %v", v, got, ok)
+		}
+	}
+}
+
+// countingRegistry counts look-ups.
+type countingRegistry struct {
+	validation.Registry
+	byID, holds int
+}
+
+func (c *countingRegistry) SchemaByID(ctx context.Context, id int) (schemaregistry.Schema, error) {
+	c.byID++
+	return c.Registry.SchemaByID(ctx, id)
+}
+
+func (c *countingRegistry) SubjectHasID(ctx context.Context, subject string, id int) (bool, error) {
+	c.holds++
+	return c.Registry.SubjectHasID(ctx, subject, id)
+}
+
+// TestCheckerLooksUpOncePerBatch: a batch of records of one schema costs
+// one look-up of the schema and one of the subject, in both modes; a
+// refused id is refused for every record without asking again.
+func TestCheckerLooksUpOncePerBatch(t *testing.T) {
+	e := newEnv(t)
+	id := e.register("orders-value", avroOrder, sr.TypeAvro)
+	for _, mode := range []validation.Mode{validation.ID, validation.Full} {
+		reg := &countingRegistry{Registry: e.reg}
+		c := validation.NewChecker(reg, "orders", validation.Rules{Value: validation.Rule{Mode: mode}})
+		for i := range 50 {
+			if err := c.Check(context.Background(), false, frame(id, nil, avroOrderPayload(int64(i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if reg.byID != 1 || reg.holds != 1 {
+			t.Fatalf("mode %d: %d SchemaByID, %d SubjectHasID for 50 records of one schema; want 1 and 1", mode, reg.byID, reg.holds)
+		}
+		other := &countingRegistry{Registry: e.reg}
+		c = validation.NewChecker(other, "elsewhere", validation.Rules{Value: validation.Rule{Mode: mode}})
+		for range 10 {
+			var r *validation.Refusal
+			if err := c.Check(context.Background(), false, frame(id, nil, avroOrderPayload(1))); !errors.As(err, &r) || r.Reason != validation.WrongSubject {
+				t.Fatalf("wrong subject: %v", err)
+			}
+		}
+		if other.byID != 1 || other.holds != 1 {
+			t.Fatalf("mode %d: %d SchemaByID, %d SubjectHasID for 10 refused records; want 1 and 1", mode, other.byID, other.holds)
 		}
 	}
 }

@@ -34,7 +34,7 @@ import (
 // typedEnv is a converter over SQLite and a directory bucket, with the
 // registry on the same store.
 type typedEnv struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	store  metadata.Store
 	bucket storage.Bucket
@@ -43,7 +43,7 @@ type typedEnv struct {
 	topic  metadata.Topic
 }
 
-func newTypedEnv(t *testing.T, configs map[string]string) *typedEnv {
+func newTypedEnv(t testing.TB, configs map[string]string) *typedEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -104,7 +104,7 @@ func (e *typedEnv) register(schema string) int {
 }
 
 // frame is Confluent's wire format of v under schema id.
-func frame(t *testing.T, id int, schema string, v any) []byte {
+func frame(t testing.TB, id int, schema string, v any) []byte {
 	t.Helper()
 	payload, err := havro.Marshal(havro.MustParse(schema), v)
 	if err != nil {

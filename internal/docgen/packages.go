@@ -72,9 +72,11 @@ func (p goPackage) synopsis() string {
 	return "(no package comment)"
 }
 
-// listPackages runs go list over the module.
+// listPackages runs go list over the module; -e lists a package that does
+// not build too (its imports are known once it parses), so the generator
+// works while another package of the tree is half-edited.
 func listPackages(root string) ([]goPackage, error) {
-	cmd := exec.Command("go", "list", "-json=ImportPath,Name,Doc,GoFiles,Imports,TestImports,XTestImports", "./...")
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Name,Doc,GoFiles,Imports,TestImports,XTestImports", "./...")
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -16,6 +16,19 @@
 // RESTHandler serves the catalog to engines (DuckDB, Trino, Spark,
 // PyIceberg, iceberg-go) as a read-only Iceberg REST catalog.
 //
-// Every table has the same columns (Schema): partition, offset, timestamp,
-// timestamp_type, key, value, headers.
+// A topic's table has the same columns as every other (Schema: partition,
+// offset, timestamp, timestamp_type, key, value, headers) unless its
+// floe.iceberg.value.mode asks for typed columns: then its values are
+// decoded with the schema registry's schemas into columns beside a _kafka
+// struct (TypedSchema), the table's schema evolving as writer schemas
+// come, and records that cannot be rows go to its dead-letter table
+// (DLQSchema), committed first so that each record is in exactly one of
+// the two.
+//
+// Rooms: convert.go (the cycle, the walk over records), layout.go and
+// rows.go (binary tables), typed_config.go (the modes), typed_avro.go
+// (Avro schemas as Iceberg columns), typed_decode.go (Avro payloads into
+// Arrow), typed_rows.go (typed layout), typed_convert.go (the typed cycle
+// and evolution), dlq.go (dead letters), catalog.go, rest.go,
+// maintenance.go, metrics.go.
 package iceberg

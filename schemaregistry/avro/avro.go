@@ -91,6 +91,9 @@ func (Format) Parse(schema string, refs []format.Reference) (sc format.Schema, e
 	if err != nil {
 		return nil, invalid(err)
 	}
+	if err := caseExact(root); err != nil {
+		return nil, invalid(err)
+	}
 	text := schema
 	if lowerOrders(&root) {
 		var b bytes.Buffer
@@ -111,6 +114,40 @@ func (Format) Parse(schema string, refs []format.Reference) (sc format.Schema, e
 		out.resolved = canonical(root, defs)
 	}
 	return out, nil
+}
+
+// avroKeys are the attributes Avro's parser reads, by their exact names.
+var avroKeys = []string{"type", "name", "namespace", "fields", "items", "values", "symbols", "size",
+	"aliases", "doc", "default", "order", "logicalType", "precision", "scale"}
+
+// caseExact refuses an object that spells one of Avro's attributes in
+// another case without spelling it right too: hamba's JSON decoding
+// matches keys without regard to case, Java's parser (Confluent's) does
+// not, and reads such a key as a property of its own, so {"nAme": …} is a
+// schema without a name there, and would be printed without one here.
+func caseExact(n node) error {
+	switch n.kind {
+	case 'a':
+		for _, v := range n.arr {
+			if err := caseExact(v); err != nil {
+				return err
+			}
+		}
+	case 'o':
+		for _, m := range n.obj {
+			for _, k := range avroKeys {
+				if m.key != k && strings.EqualFold(m.key, k) {
+					if _, ok := n.get(k); !ok {
+						return fmt.Errorf("%q is not the attribute %q: Avro's names are case-sensitive", m.key, k)
+					}
+				}
+			}
+			if err := caseExact(m.val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // lowerOrders lowercases the order of fields: Java's parser takes

@@ -332,3 +332,36 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParse: any text is refused with an error or parsed into a schema
+// whose canonical and normalized forms parse again to the same forms, and
+// which is compatible with itself both ways; never a panic or a hang.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`"string"`, `{"type":"fixed","name":"F","size":16,"logicalType":"uuid"}`,
+		`{"type":"record","name":"R","namespace":"a.b","doc":"d","fields":[{"name":"x","type":["null",{"type":"array","items":{"type":"map","values":"bytes"}}],"default":null,"aliases":["y"]}]}`,
+		`{"type":"enum","name":"E","symbols":["A","B"],"default":"A"}`,
+		`{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]},{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}]}`,
+		`[`, `{"type":"record"}`, `{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":1e999}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Format{}.Parse(text, nil)
+		if err != nil {
+			return
+		}
+		for _, form := range []string{s.Canonical(), s.Normalized()} {
+			again, err := Format{}.Parse(form, nil)
+			if err != nil {
+				t.Fatalf("%q parses, its form %q does not: %v", text, form, err)
+			}
+			if again.Canonical() != s.Canonical() && form == s.Canonical() {
+				t.Fatalf("canonical form not stable: %q -> %q", s.Canonical(), again.Canonical())
+			}
+		}
+		if msgs := (Format{}).Compatible(s, s); len(msgs) != 0 {
+			t.Fatalf("%q is not compatible with itself: %v", text, msgs)
+		}
+	})
+}

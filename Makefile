@@ -143,7 +143,8 @@ compat: deps
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 40m -count=1 -v -run 'TestFranzGoSuite|TestKafkaGoSuite|TestCompat' ./integration/
 
 # Packages with fuzz targets; make fuzz runs every Fuzz* target in each.
-FUZZ_PKGS := ./kafkaproto ./storage ./agent ./agent/internal/budget
+FUZZ_PKGS := ./kafkaproto ./storage ./agent ./agent/internal/budget ./schemaregistry ./schemaregistry/avro \
+	./schemaregistry/jsonschema ./schemaregistry/protobuf ./proof/checker
 FUZZTIME  ?= 60s
 # Each new input is minimized for at most this long; Go's 60s default would
 # spend most of a slow target's (FuzzAgentRequest's) time minimizing.

@@ -7,17 +7,21 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	havro "github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"floe/metadata"
 	"floe/schemaregistry"
 	"floe/schemaregistry/avro"
 	"floe/schemaregistry/format"
+	"floe/schemaregistry/protobuf"
 )
 
 // SchemaSource looks registered schemas up by id: the schema registry
@@ -29,10 +33,13 @@ type SchemaSource interface {
 // errStop ends a walk whose reader stopped pulling.
 var errStop = errors.New("stopped")
 
-// writerSchema is a registered schema as a cycle uses it: its Iceberg
-// columns and Avro form, or why its records cannot be rows.
+// writerSchema is a registered schema (for Protobuf, one message of it)
+// as a cycle uses it: its Iceberg columns and what decodes its payloads,
+// or why its records cannot be rows.
 type writerSchema struct {
 	avro   havro.Schema
+	proto  *protobuf.Schema               // the schema; its messages are writerSchemas of their own
+	md     protoreflect.MessageDescriptor // a Protobuf message
 	ice    *iceberg.Schema
 	reason string // set: records go to the dead-letter table
 	err    error
@@ -49,7 +56,7 @@ type typedWrite struct {
 	t       metadata.Topic
 	dlq     *table.Table
 	held    map[int32]map[int64]bool
-	schemas map[int]*writerSchema
+	schemas map[string]*writerSchema // by id, and id and message index
 
 	pending *rawRecord      // the record that needs evolve, carried to the next segment
 	evolve  *iceberg.Schema // the writer schema the table must take in
@@ -122,7 +129,7 @@ func (c *Converter) typedRound(ctx context.Context, l *metadata.JobLease, t meta
 		c.failed(name, err)
 		return false, err
 	}
-	w := &typedWrite{c: c, ctx: ctx, t: t, dlq: dlq, held: held, schemas: map[int]*writerSchema{}, reasons: map[string]int{}}
+	w := &typedWrite{c: c, ctx: ctx, t: t, dlq: dlq, held: held, schemas: map[string]*writerSchema{}, reasons: map[string]int{}}
 	txn, files, err := w.run(tbl, spans)
 	dlqFiles, derr := w.finishDLQ()
 	if err == nil {
@@ -292,8 +299,8 @@ func (w *typedWrite) segment(cur *table.Table, as *arrow.Schema, pull func() (*r
 		b := newTypedBuilder(as)
 		defer b.release()
 		kafka := as.FieldIndices(ColKafka)[0]
-		nodes := map[int]*avroNode{}
-		refused := map[int]error{}
+		nodes := map[string]*avroNode{}
+		refused := map[string]error{}
 		for {
 			r, carried := w.pending, w.pending != nil
 			w.pending = nil
@@ -334,7 +341,7 @@ func (w *typedWrite) segment(cur *table.Table, as *arrow.Schema, pull func() (*r
 // route appends r to the typed table's batch or to the dead-letter
 // table's, or reports that its writer schema must first evolve the
 // table's. An error is the cycle's (the registry's store failing).
-func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[int]*avroNode, refused map[int]error, carried bool, b *typedBuilder) (bool, error) {
+func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[string]*avroNode, refused map[string]error, carried bool, b *typedBuilder) (bool, error) {
 	v := r.r.Value
 	if v == nil {
 		return false, b.addAvro(r, nil, nil) // a tombstone: value columns null
@@ -347,13 +354,23 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 	if err != nil {
 		return false, err
 	}
+	payload, key := v[5:], strconv.Itoa(id)
+	if ws.proto != nil {
+		var h sr.ConfluentHeader
+		index, rest, err := h.DecodeIndex(payload, 64)
+		if err != nil {
+			return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %d: the Protobuf message indexes do not decode: %v", id, err))
+		}
+		payload, key = rest, fmt.Sprint(id, index)
+		ws = w.protoMessage(key, ws, index)
+	}
 	if ws.reason != "" {
 		return false, w.dead(r, ws.reason, ws.err.Error())
 	}
-	if err, ok := refused[id]; ok {
+	if err, ok := refused[key]; ok {
 		return false, w.dead(r, reasonIncompatible, err.Error())
 	}
-	n, ok := nodes[id]
+	n, ok := nodes[key]
 	if !ok {
 		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ws.ice).Apply()
 		if err == nil && !applied.Equals(cur.Schema()) {
@@ -364,25 +381,50 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 			err = errors.New("the table's schema update did not take the schema in")
 		}
 		if err != nil {
-			refused[id] = fmt.Errorf("schema %d and the table's schema: %w", id, err)
-			return false, w.dead(r, reasonIncompatible, refused[id].Error())
+			refused[key] = fmt.Errorf("schema %s and the table's schema: %w", key, err)
+			return false, w.dead(r, reasonIncompatible, refused[key].Error())
 		}
-		// A node of its own per segment: bind fills it for this schema.
-		_, n, _ = avroValueSchema(ws.avro)
-		if err := bindTop(n, cur.Schema(), kafka); err != nil {
-			return false, fmt.Errorf("schema %d: bind to the table: %w", id, err)
+		if ws.avro != nil {
+			// A node of its own per segment: bind fills it for this schema.
+			_, n, _ = avroValueSchema(ws.avro)
+			if err := bindTop(n, cur.Schema(), kafka); err != nil {
+				return false, fmt.Errorf("schema %d: bind to the table: %w", id, err)
+			}
 		}
-		nodes[id] = n
+		nodes[key] = n // nil for Protobuf, whose fields are matched by name
 	}
-	if err := b.addAvro(r, n, v[5:]); err != nil {
-		return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %d: %v", id, err))
+	if ws.md != nil {
+		err = b.addProto(r, ws.md, payload)
+	} else {
+		err = b.addAvro(r, n, payload)
+	}
+	if err != nil {
+		return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %s: %v", key, err))
 	}
 	return false, nil
 }
 
+// protoMessage returns the message of a Protobuf schema that index names,
+// as the cycle uses it (kept under key).
+func (w *typedWrite) protoMessage(key string, ws *writerSchema, index []int) *writerSchema {
+	if pm, ok := w.schemas[key]; ok {
+		return pm
+	}
+	pm := &writerSchema{}
+	md, err := ws.proto.Message(index)
+	if err != nil {
+		pm.reason, pm.err = reasonDecode, fmt.Errorf("schema %s: %w", key, err)
+	} else if pm.ice, err = protoValueSchema(md); err != nil {
+		pm.reason, pm.err = reasonUnmappable, fmt.Errorf("schema %s: %w", key, err)
+	}
+	pm.md = md
+	w.schemas[key] = pm
+	return pm
+}
+
 // writer returns schema id as the cycle uses it; an error is the store's.
 func (w *typedWrite) writer(id int) (*writerSchema, error) {
-	if ws, ok := w.schemas[id]; ok {
+	if ws, ok := w.schemas[strconv.Itoa(id)]; ok {
 		return ws, nil
 	}
 	ws := &writerSchema{}
@@ -393,8 +435,14 @@ func (w *typedWrite) writer(id int) (*writerSchema, error) {
 		return &writerSchema{reason: reasonUnknown, err: fmt.Errorf("schema %d is not registered", id)}, nil
 	case err != nil:
 		return nil, fmt.Errorf("schema %d: %w", id, err)
+	case sc.Type == format.Protobuf:
+		p, ok := sc.Parsed.(*protobuf.Schema)
+		if !ok {
+			return nil, fmt.Errorf("schema %d: parsed as %T", id, sc.Parsed)
+		}
+		ws.proto = p
 	case sc.Type != format.Avro:
-		ws.reason, ws.err = reasonFormat, fmt.Errorf("schema %d is %s: only Avro is converted yet", id, sc.Type)
+		ws.reason, ws.err = reasonFormat, fmt.Errorf("schema %d is %s: only Avro and Protobuf are converted yet", id, sc.Type)
 	default:
 		a, ok := sc.Parsed.(*avro.Schema)
 		if !ok {
@@ -405,7 +453,7 @@ func (w *typedWrite) writer(id int) (*writerSchema, error) {
 			ws.reason, ws.err = reasonUnmappable, fmt.Errorf("schema %d: %w", id, err)
 		}
 	}
-	w.schemas[id] = ws
+	w.schemas[strconv.Itoa(id)] = ws
 	return ws, nil
 }
 

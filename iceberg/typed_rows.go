@@ -5,6 +5,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"floe/kafkaproto"
 )
@@ -97,6 +98,18 @@ func (b *typedBuilder) addAvro(rec *rawRecord, n *avroNode, payload []byte) erro
 			}
 		}
 	} else if err := decodeAvro(n, payload, b.b.Field); err != nil {
+		return err
+	}
+	b.addKafka(rec)
+	b.bytes += len(payload)
+	return nil
+}
+
+// addProto appends one record whose value payload (prefix and message
+// indexes cut) decodes as md; an error means it does not, and nothing was
+// appended.
+func (b *typedBuilder) addProto(rec *rawRecord, md protoreflect.MessageDescriptor, payload []byte) error {
+	if err := decodeProto(md, payload, b.b.Schema(), b.b.Field, b.kafka); err != nil {
 		return err
 	}
 	b.addKafka(rec)

@@ -317,7 +317,7 @@ func (a *Agent) fetchPartition(ctx context.Context, pf partitionFetch, sp *kmsg.
 	}
 	sp.RecordBatches = out
 	if behind {
-		a.ahead.after(pf.topic, sp.Partition, offset, next, end)
+		a.ahead.After(pf.topic, sp.Partition, offset, next, end)
 	}
 	if pf.committed && len(out) > 0 {
 		aborted, err := a.store.AbortedTxns(ctx, pf.topic, sp.Partition, offset, end)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"floe/agent/internal/budget"
+	"floe/agent/internal/readahead"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -71,7 +72,7 @@ type Agent struct {
 	connWG sync.WaitGroup // connection goroutines
 	// ahead reads old data ahead of consumers catching up (readahead.go);
 	// nil when off. Its workers run under ctx and wg.
-	ahead *readAhead
+	ahead *readahead.ReadAhead
 	// bgReads are object reads a fetch started ahead (prefetch); they end
 	// before Close returns.
 	bgReads sync.WaitGroup
@@ -132,7 +133,9 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.peers = newPeerBucket(a, a.bucket)
 	a.cache = storage.NewCache(a.peers, cfg.CacheBytes)
 	m.registerCache(a.cache)
-	a.ahead = newReadAhead(cfg, store, a.cache, m.reg)
+	a.ahead = readahead.New(readahead.Config{Bytes: cfg.ReadAheadBytes, Workers: cfg.ReadAheadConcurrency,
+		Entries: cfg.ReadAheadEntries, PartitionBytes: cfg.ReadAheadPartitionBytes, CacheBytes: cfg.CacheBytes},
+		store, a.cache, m.reg)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
@@ -242,7 +245,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	context.AfterFunc(a.ctx, a.peers.closeIdle)
 	a.batcher.start()
 	if a.ahead != nil {
-		a.ahead.start(a.ctx, &a.wg)
+		a.ahead.Start(a.ctx, &a.wg)
 	}
 	for _, l := range a.lns {
 		a.wg.Add(1)

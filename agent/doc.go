@@ -47,7 +47,9 @@
 //   - 23_offset_for_leader_epoch.go: OffsetForLeaderEpoch.
 //   - heads.go: the index entries of this agent's own commits, for consumers
 //     at the head of the log (write-through).
-//   - readahead.go: read-ahead for consumers catching up.
+//   - internal/readahead/readahead.go: package agent/internal/readahead,
+//     read-ahead for consumers catching up, over one index look-up and
+//     the read cache.
 //   - peer_cache.go: the zone's shared read cache over the agents' HTTP ports.
 //   - peer_auth.go: how agents prove to each other that they belong to the
 //     cluster before the peer cache hands out bytes.

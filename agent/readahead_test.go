@@ -126,9 +126,9 @@ func settle(t *testing.T, ta *testAgent) {
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for ta.ahead.budget.InUse() > 0 || len(ta.ahead.tasks) > 0 {
+	for !ta.ahead.Idle() {
 		if time.Now().After(deadline) {
-			t.Fatalf("read-ahead still holds %d bytes", ta.ahead.budget.InUse())
+			t.Fatalf("read-ahead still holds %d bytes", ta.ahead.InFlight())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -228,19 +228,7 @@ func TestReadAheadStoppedConsumerFreesItsBounds(t *testing.T) {
 	// behind counts the streams, and the planned entries that end at or
 	// before offset (a fetch's start: what it read itself is trimmed by
 	// the next).
-	behind := func(offset int64) (streams, entries int) {
-		ta.ahead.mu.Lock()
-		defer ta.ahead.mu.Unlock()
-		for _, s := range ta.ahead.parts[aheadKey{topic.ID, 0}].streams {
-			streams++
-			for _, pr := range s.planned {
-				if pr.end <= offset {
-					entries++
-				}
-			}
-		}
-		return streams, entries
-	}
+	behind := func(offset int64) (streams, entries int) { return ta.ahead.Behind(topic.ID, 0, offset) }
 	if streams, _ := behind(0); streams != 2 {
 		t.Fatalf("%d read-ahead streams, want one per consumer", streams)
 	}
@@ -311,7 +299,7 @@ func TestReadAheadWithinBudget(t *testing.T) {
 	if got := testutilCounter(t, ta, "floe_agent_read_ahead_skips_total"); got < 1 {
 		t.Errorf("no read-ahead skipped for the budget")
 	}
-	if n := ta.ahead.budget.InUse(); n != 0 {
+	if n := ta.ahead.InFlight(); n != 0 {
 		t.Errorf("read-ahead still holds %d bytes of its budget", n)
 	}
 }

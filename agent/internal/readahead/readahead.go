@@ -1,4 +1,9 @@
-package agent
+// Package readahead reads the object runs a consumer catching up on old
+// data will fetch next into the read cache while it is still busy with
+// this fetch's. It sees the index through one look-up (Index) and the read
+// cache through the three calls it makes of it (Cache), and knows nothing
+// of the agent that tells it of fetches (ReadAhead.After).
+package readahead
 
 import (
 	"context"
@@ -11,7 +16,7 @@ import (
 	"floe/storage"
 )
 
-// readAhead reads the object runs a consumer catching up on old data will
+// ReadAhead reads the object runs a consumer catching up on old data will
 // fetch next into the read cache while it is still busy with this fetch's,
 // so that its next fetch finds them there instead of waiting for its own
 // GETs (prefetch overlaps the GETs of one fetch; this overlaps fetches).
@@ -29,16 +34,16 @@ import (
 // below its own (consumers move forward; one that outran what was planned
 // for it is still that stream), else it starts a new one (at most
 // aheadStreams a partition, the least recently used replaced). A
-// stream's window starts at an eighth of cfg.ReadAheadPartitionBytes and
+// stream's window starts at an eighth of Config.PartitionBytes and
 // doubles with each plan, so a consumer that reads little wastes little.
 //
-// Bounds: at most cfg.ReadAheadEntries index entries and
-// cfg.ReadAheadPartitionBytes bytes ahead of a partition's consumers, all
+// Bounds: at most Config.Entries index entries and
+// Config.PartitionBytes bytes ahead of a partition's consumers, all
 // streams together, each stream refilled once less than half its window
 // is left; the bytes of planned and
-// running GETs within the read-ahead budget (cfg.ReadAheadBytes, one of
+// running GETs within the read-ahead budget (Config.Bytes, one of
 // the agent's memory budgets: once cached they are the read cache's); at
-// most cfg.ReadAheadConcurrency look-ups and GETs at once; and none while
+// most Config.Workers look-ups and GETs at once; and none while
 // the ranges read ahead and not yet read would take more than half the
 // read cache (the cache is under pressure: more would evict what
 // consumers are about to read). What does not fit is skipped, never waited
@@ -47,9 +52,9 @@ import (
 // State: the partitions' plans under mu; the work queue is a channel read
 // by the workers Start launches under the agent's context and WaitGroup,
 // so Close cancels the look-ups and GETs running and waits for them.
-type readAhead struct {
-	store      metadata.Store
-	cache      *storage.Cache
+type ReadAhead struct {
+	index      Index
+	cache      Cache
 	cacheBytes int64
 	entries    int   // per partition, ahead of the consumer
 	bytes      int64 // per partition, ahead of the consumer
@@ -105,19 +110,48 @@ const (
 	aheadStreams = 8
 )
 
-// newReadAhead returns nil when cfg turns read-ahead off (no budget, no
-// workers, or no read cache to keep what it reads).
-func newReadAhead(cfg Config, store metadata.Store, cache *storage.Cache, reg prometheus.Registerer) *readAhead {
-	if cfg.ReadAheadBytes <= 0 || cfg.ReadAheadConcurrency <= 0 || cfg.ReadAheadEntries <= 0 ||
-		cfg.ReadAheadPartitionBytes <= 0 || cfg.CacheBytes <= 0 {
+// Config bounds read-ahead: the agent's --read-ahead-* flags.
+type Config struct {
+	// Bytes is the budget of GETs planned or running.
+	Bytes int64
+	// Workers is how many look-ups and GETs run at once.
+	Workers int
+	// Entries and PartitionBytes bound what a partition's consumers have
+	// read ahead, all streams together.
+	Entries        int
+	PartitionBytes int64
+	// CacheBytes is the read cache's size: read-ahead not yet read stays
+	// under half of it.
+	CacheBytes int64
+}
+
+// Index is the look-up of the index entries from an offset
+// (metadata.Store.Lookup).
+type Index interface {
+	Lookup(ctx context.Context, topic metadata.TopicID, partition int32, offset, maxBytes int64, limit int) ([]metadata.IndexEntry, error)
+}
+
+// Cache is what read-ahead asks of the read cache (storage.Cache).
+type Cache interface {
+	// Pending reports whether a range is cached or on its way.
+	Pending(key string, offset, length int64) bool
+	// Fill reads a range into the cache unless it is there or in flight.
+	Fill(ctx context.Context, key string, offset, length int64) (bool, error)
+	Stats() storage.CacheStats
+}
+
+// New returns nil when cfg turns read-ahead off (no budget, no workers, or
+// no read cache to keep what it reads). Its metrics join reg.
+func New(cfg Config, index Index, cache Cache, reg prometheus.Registerer) *ReadAhead {
+	if cfg.Bytes <= 0 || cfg.Workers <= 0 || cfg.Entries <= 0 || cfg.PartitionBytes <= 0 || cfg.CacheBytes <= 0 {
 		return nil
 	}
-	r := &readAhead{
-		store: store, cache: cache, cacheBytes: cfg.CacheBytes,
-		entries: cfg.ReadAheadEntries, bytes: cfg.ReadAheadPartitionBytes,
-		budget: budget.New(cfg.ReadAheadBytes, 0), limit: cfg.ReadAheadBytes,
-		workers: cfg.ReadAheadConcurrency,
-		tasks:   make(chan func(context.Context), aheadQueue*cfg.ReadAheadConcurrency),
+	r := &ReadAhead{
+		index: index, cache: cache, cacheBytes: cfg.CacheBytes,
+		entries: cfg.Entries, bytes: cfg.PartitionBytes,
+		budget: budget.New(cfg.Bytes, 0), limit: cfg.Bytes,
+		workers: cfg.Workers,
+		tasks:   make(chan func(context.Context), aheadQueue*cfg.Workers),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_agent_read_ahead_skips_total",
 			Help: "Read-ahead left out, by reason: cache (read-ahead not yet read fills half the read cache), budget (--read-ahead-bytes in flight), queue (the workers are behind)."},
 			[]string{"reason"}),
@@ -129,8 +163,9 @@ func newReadAhead(cfg Config, store metadata.Store, cache *storage.Cache, reg pr
 	return r
 }
 
-// start launches the workers under ctx; they are counted in wg.
-func (r *readAhead) start(ctx context.Context, wg *sync.WaitGroup) {
+// Start launches the workers under ctx; they are counted in wg, so the
+// agent's Close cancels the look-ups and GETs running and waits for them.
+func (r *ReadAhead) Start(ctx context.Context, wg *sync.WaitGroup) {
 	for range r.workers {
 		wg.Add(1)
 		go func() {
@@ -147,12 +182,12 @@ func (r *readAhead) start(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// after is told of a fetch of a partition, from offset on, that read index
+// After is told of a fetch of a partition, from offset on, that read index
 // entries up to next (the end offset of the last one it read) from the
 // object store or from read-ahead, in a partition whose answers end at end
 // (the high watermark or, read_committed, the last stable offset). It plans
 // the reads of what follows next, unless enough is planned already.
-func (r *readAhead) after(topic metadata.TopicID, partition int32, offset, next, end int64) {
+func (r *ReadAhead) After(topic metadata.TopicID, partition int32, offset, next, end int64) {
 	if r == nil || next >= end {
 		return // at the head: nothing ahead
 	}
@@ -255,7 +290,7 @@ func (p *aheadPart) stream(offset, next, window int64) *aheadStream {
 }
 
 // queue hands t to a worker, or reports false when the queue is full.
-func (r *readAhead) queue(t func(context.Context)) bool {
+func (r *ReadAhead) queue(t func(context.Context)) bool {
 	select {
 	case r.tasks <- t:
 		return true
@@ -268,7 +303,7 @@ func (r *readAhead) queue(t func(context.Context)) bool {
 // pressure reports whether reading n more bytes ahead would leave the
 // ranges read ahead and not yet read (cached or on their way) over half
 // the read cache.
-func (r *readAhead) pressure(n int64) bool {
+func (r *ReadAhead) pressure(n int64) bool {
 	return (r.cache.Stats().AheadUnread+r.budget.InUse()+n)*2 > r.cacheBytes
 }
 
@@ -276,7 +311,7 @@ func (r *readAhead) pressure(n int64) bool {
 // wantBytes and wantEntries) and queues the GETs of those not cached or in
 // flight, within the budget, in offset order; it stops at the first that
 // does not fit.
-func (r *readAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from, end, wantBytes int64, wantEntries int) {
+func (r *ReadAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from, end, wantBytes int64, wantEntries int) {
 	var planned []aheadRange
 	defer func() {
 		r.mu.Lock()
@@ -287,7 +322,7 @@ func (r *readAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from,
 		}
 		r.mu.Unlock()
 	}()
-	entries, err := r.store.Lookup(ctx, k.topic, k.partition, from, wantBytes, wantEntries)
+	entries, err := r.index.Lookup(ctx, k.topic, k.partition, from, wantBytes, wantEntries)
 	if err != nil {
 		return // the fetch that gets there looks again and reports it
 	}
@@ -315,4 +350,32 @@ func (r *readAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from,
 		}
 		planned = append(planned, aheadRange{end: e.EndOffset, bytes: n})
 	}
+}
+
+// InFlight reports the bytes of GETs planned or running.
+func (r *ReadAhead) InFlight() int64 { return r.budget.InUse() }
+
+// Idle reports whether no GET is planned or running and no task waits for
+// a worker.
+func (r *ReadAhead) Idle() bool { return r.budget.InUse() == 0 && len(r.tasks) == 0 }
+
+// Behind reports, of one partition's streams, how many there are and how
+// many of the entries they read ahead end at or before offset (behind a
+// consumer there).
+func (r *ReadAhead) Behind(topic metadata.TopicID, partition int32, offset int64) (streams, entries int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.parts[aheadKey{topic, partition}]
+	if p == nil {
+		return 0, 0
+	}
+	for _, s := range p.streams {
+		streams++
+		for _, pr := range s.planned {
+			if pr.end <= offset {
+				entries++
+			}
+		}
+	}
+	return streams, entries
 }

@@ -101,13 +101,15 @@ func newLeased[E leasedEntry](a *Agent, mu *sync.Mutex, m map[string]E, hooks le
 	return &leased[E]{a: a, hooks: hooks, ttl: a.cfg.AgentTTL, timeout: storeTimeout, mu: mu, m: m}
 }
 
-// owns reports whether key is placed on this agent.
+// newEntry makes key's entry, not yet loaded, through the hooks.
 func (l *leased[E]) newEntry(key string) E {
 	e := l.hooks.newEntry(key)
 	e.lease().key = key
 	return e
 }
 
+// owns reports whether key is placed on this agent: the rendezvous of key
+// over this agent's view of the live agents picks it.
 func (l *leased[E]) owns(key string) bool { return l.a.coordinatorFor(key).ID == l.a.id }
 
 // lookup returns key's entry if there is one (loaded or not).

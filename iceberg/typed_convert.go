@@ -8,6 +8,7 @@ import (
 	"iter"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -28,6 +29,8 @@ import (
 // (schemaregistry.Server) over the metadata store.
 type SchemaSource interface {
 	SchemaByID(ctx context.Context, id int) (schemaregistry.Schema, error)
+	// LatestSchema is the subject's latest live version and its number.
+	LatestSchema(ctx context.Context, subject string) (schemaregistry.Schema, int, error)
 }
 
 // errStop ends a walk whose reader stopped pulling.
@@ -63,6 +66,10 @@ type typedWrite struct {
 	evolved bool            // the cycle's transaction has its schema update
 	stopAt  *rawRecord      // the cycle ends before this record: it needs a second update
 	err     error
+
+	cfg       typedConfig
+	latestWS  *writerSchema // schema_latest's, looked up once a cycle
+	latestKey string
 
 	dlqB    *dlqBuilder
 	dlqW    *dlqWriter
@@ -129,7 +136,7 @@ func (c *Converter) typedRound(ctx context.Context, l *metadata.JobLease, t meta
 		c.failed(name, err)
 		return false, err
 	}
-	w := &typedWrite{c: c, ctx: ctx, t: t, dlq: dlq, held: held, schemas: map[string]*writerSchema{}, reasons: map[string]int{}}
+	w := &typedWrite{c: c, ctx: ctx, t: t, cfg: topicTypedConfig(t), dlq: dlq, held: held, schemas: map[string]*writerSchema{}, reasons: map[string]int{}}
 	txn, files, err := w.run(tbl, spans)
 	dlqFiles, derr := w.finishDLQ()
 	if err == nil {
@@ -346,23 +353,35 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 	if v == nil {
 		return false, b.addAvro(r, nil, nil) // a tombstone: value columns null
 	}
-	if len(v) < 5 || v[0] != 0 {
-		return false, w.dead(r, reasonUnframed, "the value does not start with magic byte 0 and a schema id")
-	}
-	id := int(binary.BigEndian.Uint32(v[1:5]))
-	ws, err := w.writer(id)
-	if err != nil {
-		return false, err
-	}
-	payload, key := v[5:], strconv.Itoa(id)
-	if ws.proto != nil {
-		var h sr.ConfluentHeader
-		index, rest, err := h.DecodeIndex(payload, 64)
-		if err != nil {
-			return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %d: the Protobuf message indexes do not decode: %v", id, err))
+	var ws *writerSchema
+	var key string
+	var payload []byte
+	if w.cfg.valueMode == ModeSchemaLatest {
+		var err error
+		if ws, key, err = w.latest(); err != nil {
+			return false, err
 		}
-		payload, key = rest, fmt.Sprint(id, index)
-		ws = w.protoMessage(key, ws, index)
+		payload = v
+	} else {
+		if len(v) < 5 || v[0] != 0 {
+			return false, w.dead(r, reasonUnframed, "the value does not start with magic byte 0 and a schema id")
+		}
+		id := int(binary.BigEndian.Uint32(v[1:5]))
+		var err error
+		if ws, err = w.writer(id); err != nil {
+			return false, err
+		}
+		payload, key = v[5:], strconv.Itoa(id)
+		if ws.proto != nil {
+			var h sr.ConfluentHeader
+			index, rest, err := h.DecodeIndex(payload, 64)
+			if err != nil {
+				return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %d: the Protobuf message indexes do not decode: %v", id, err))
+			}
+			p := ws.proto
+			payload, key = rest, fmt.Sprint(id, index)
+			ws = w.protoMessage(key, func() (protoreflect.MessageDescriptor, error) { return p.Message(index) })
+		}
 	}
 	if ws.reason != "" {
 		return false, w.dead(r, ws.reason, ws.err.Error())
@@ -388,11 +407,12 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 			// A node of its own per segment: bind fills it for this schema.
 			_, n, _ = avroValueSchema(ws.avro)
 			if err := bindTop(n, cur.Schema(), kafka); err != nil {
-				return false, fmt.Errorf("schema %d: bind to the table: %w", id, err)
+				return false, fmt.Errorf("schema %s: bind to the table: %w", key, err)
 			}
 		}
 		nodes[key] = n // nil for Protobuf, whose fields are matched by name
 	}
+	var err error
 	if ws.md != nil {
 		err = b.addProto(r, ws.md, payload)
 	} else {
@@ -404,14 +424,14 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 	return false, nil
 }
 
-// protoMessage returns the message of a Protobuf schema that index names,
+// protoMessage returns the message of a Protobuf schema that find finds,
 // as the cycle uses it (kept under key).
-func (w *typedWrite) protoMessage(key string, ws *writerSchema, index []int) *writerSchema {
+func (w *typedWrite) protoMessage(key string, find func() (protoreflect.MessageDescriptor, error)) *writerSchema {
 	if pm, ok := w.schemas[key]; ok {
 		return pm
 	}
 	pm := &writerSchema{}
-	md, err := ws.proto.Message(index)
+	md, err := find()
 	if err != nil {
 		pm.reason, pm.err = reasonDecode, fmt.Errorf("schema %s: %w", key, err)
 	} else if pm.ice, err = protoValueSchema(md); err != nil {
@@ -420,6 +440,64 @@ func (w *typedWrite) protoMessage(key string, ws *writerSchema, index []int) *wr
 	pm.md = md
 	w.schemas[key] = pm
 	return pm
+}
+
+// latest returns the schema schema_latest decodes values with: the
+// latest version of the topic's value subject as of the cycle's first
+// record (the registry caches versions for its SubjectTTL), for Protobuf
+// the message floe.iceberg.value.protobuf.message names. A subject with
+// no version sends the records to the dead-letter table.
+func (w *typedWrite) latest() (*writerSchema, string, error) {
+	if w.latestWS != nil {
+		return w.latestWS, w.latestKey, nil
+	}
+	subject := w.cfg.valueSubject
+	sc, _, err := w.c.schemas.LatestSchema(w.ctx, subject)
+	if errors.Is(err, schemaregistry.ErrUnknownSubject) || errors.Is(err, schemaregistry.ErrUnknownSchema) {
+		w.latestWS = &writerSchema{reason: reasonUnknown, err: fmt.Errorf("subject %s has no live schema", subject)}
+		w.latestKey = "latest"
+		return w.latestWS, w.latestKey, nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("subject %s: %w", subject, err)
+	}
+	ws, err := w.writer(sc.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	key := strconv.Itoa(sc.ID)
+	if p := ws.proto; p != nil {
+		name := w.cfg.protobufMessage
+		key += " " + name
+		ws = w.protoMessage(key, func() (protoreflect.MessageDescriptor, error) { return protoByName(p, name) })
+	}
+	w.latestWS, w.latestKey = ws, key
+	return ws, key, nil
+}
+
+// protoByName finds a message of a Protobuf schema by its full name
+// (package.Outer.Inner); empty is the schema's first message.
+func protoByName(p *protobuf.Schema, name string) (protoreflect.MessageDescriptor, error) {
+	if name == "" {
+		return p.Message(nil)
+	}
+	fd := p.Descriptor()
+	rel := strings.TrimPrefix(name, ".")
+	if pkg := string(fd.Package()); pkg != "" {
+		if !strings.HasPrefix(rel, pkg+".") {
+			return nil, fmt.Errorf("message %s: the schema's package is %s", name, pkg)
+		}
+		rel = rel[len(pkg)+1:]
+	}
+	var md protoreflect.MessageDescriptor
+	msgs := fd.Messages()
+	for _, part := range strings.Split(rel, ".") {
+		if md = msgs.ByName(protoreflect.Name(part)); md == nil {
+			return nil, fmt.Errorf("the schema has no message %s", name)
+		}
+		msgs = md.Messages()
+	}
+	return md, nil
 }
 
 // writer returns schema id as the cycle uses it; an error is the store's.

@@ -156,3 +156,66 @@ func TestTypedProtobufTable(t *testing.T) {
 		t.Errorf("dead letters %s, want %s", got, want)
 	}
 }
+
+// TestTypedSchemaLatest: floe.iceberg.value.mode=schema_latest decodes
+// unframed values with the subject's latest schema: Avro, and Protobuf's
+// message named by floe.iceberg.value.protobuf.message.
+func TestTypedSchemaLatest(t *testing.T) {
+	t.Run("avro", func(t *testing.T) {
+		e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaLatest})
+		e.register(orderV1)
+		e.produce(frame(t, 0, orderV1, map[string]any{"id": 1, "item": "tea"})[5:], []byte{0xff})
+		if err := e.cycle(); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := e.conv.cat.Load(e.ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(e.rows(tbl, "_kafka.offset", "id", "item"), "\n"); got != `{"_kafka":{"offset":0},"id":1,"item":"tea"}` {
+			t.Errorf("rows %s", got)
+		}
+		dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(e.rows(dlq, ColOffset), ","); got != `{"offset":1}` {
+			t.Errorf("dead letters %s", got)
+		}
+	})
+	t.Run("protobuf", func(t *testing.T) {
+		e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaLatest, ConfigValueProtobufMessage: "shop.Order",
+			ConfigValueSubject: "shop"})
+		e.call("POST", "/subjects/shop/versions", map[string]any{"schema": protoOrder, "schemaType": "PROTOBUF"}, nil)
+		msg := dynamicpb.NewMessage(protoMessageOf(t, "Order"))
+		if err := protojson.Unmarshal([]byte(`{"id":"9","item":"jam"}`), msg); err != nil {
+			t.Fatal(err)
+		}
+		payload, _ := proto.Marshal(msg)
+		e.produce(payload)
+		if err := e.cycle(); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := e.conv.cat.Load(e.ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(e.rows(tbl, "_kafka.offset", "id", "item"), "\n"); got != `{"_kafka":{"offset":0},"id":9,"item":"jam"}` {
+			t.Errorf("rows %s", got)
+		}
+	})
+	t.Run("no subject", func(t *testing.T) {
+		e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaLatest})
+		e.produce([]byte("x"))
+		if err := e.cycle(); err != nil {
+			t.Fatal(err)
+		}
+		dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, "unknown_schema: subject orders-value has no live schema") {
+			t.Errorf("dead letters %s", got)
+		}
+	})
+}

@@ -44,12 +44,47 @@ type icebergResult struct {
 	Unpolled int      `json:"unpolled"`
 	Examples []string `json:"examples,omitempty"`
 	Err      string   `json:"error,omitempty"`
-	Waited   string   `json:"waited"`
+	Waited   string   `json:"waited,omitempty"`
+	// At is when a checkpoint's scan ran (since the workload started);
+	// Checkpoints are the scans during the run, judged against the final
+	// history as prefixes: Missing counts only polled records below the
+	// highest offset the scan found in their partition.
+	At          string          `json:"at,omitempty"`
+	Checkpoints []icebergResult `json:"checkpoints,omitempty"`
 }
 
 // Bad counts the rows and records that break the table's promise.
 func (r icebergResult) Bad() int {
-	return r.Missing + r.Duplicate + r.WrongValue + r.Aborted + r.NoWriter + r.Skipped
+	n := r.Missing + r.Duplicate + r.WrongValue + r.Aborted + r.NoWriter + r.Skipped
+	for _, c := range r.Checkpoints {
+		n += c.Bad()
+	}
+	return n
+}
+
+// scan is the rows of one read of the tables.
+type scan struct {
+	at   time.Duration
+	rows []row
+	err  error
+}
+
+// checkpoints scans the tables every interval until ctx ends; the scans are
+// judged after the run, once the history is known.
+func checkpoints(ctx context.Context, c *cluster, keys workload.Keys, every time.Duration, start time.Time) []scan {
+	var scans []scan
+	for {
+		select {
+		case <-ctx.Done():
+			return scans
+		case <-time.After(every):
+		}
+		rows, err := scanTables(ctx, c, keys)
+		if ctx.Err() != nil {
+			return scans
+		}
+		scans = append(scans, scan{at: time.Since(start), rows: rows, err: err})
+	}
 }
 
 type row struct {
@@ -60,7 +95,7 @@ type row struct {
 
 // checkIceberg scans the tables until they hold every polled record (or
 // two minutes pass), then compares.
-func checkIceberg(ctx context.Context, c *cluster, cfg config, h history.History) icebergResult {
+func checkIceberg(ctx context.Context, c *cluster, cfg config, h history.History, during []scan) icebergResult {
 	keys := workload.Keys{Prefix: "floe-proof-", Topics: cfg.Topics, Partitions: cfg.Partitions}
 	polled := map[history.Key]map[int64]int64{}
 	maxPolled := map[history.Key]int64{}
@@ -89,7 +124,7 @@ func checkIceberg(ctx context.Context, c *cluster, cfg config, h history.History
 	var r icebergResult
 	for {
 		rows, err := scanTables(ctx, c, keys)
-		r = compare(rows, polled, maxPolled, sentBy)
+		r = compare(rows, polled, maxPolled, sentBy, false)
 		if err != nil {
 			r.Err = err.Error()
 		}
@@ -99,11 +134,23 @@ func checkIceberg(ctx context.Context, c *cluster, cfg config, h history.History
 		time.Sleep(3 * time.Second)
 	}
 	r.Waited = time.Since(start).Round(time.Second).String()
+	for _, sc := range during {
+		cr := compare(sc.rows, polled, maxPolled, sentBy, true)
+		cr.At = sc.at.Round(time.Second).String()
+		if sc.err != nil {
+			cr.Err = sc.err.Error()
+		}
+		r.Checkpoints = append(r.Checkpoints, cr)
+	}
 	return r
 }
 
-func compare(rows []row, polled map[history.Key]map[int64]int64, maxPolled map[history.Key]int64, sentBy map[int64]history.Type) icebergResult {
+func compare(rows []row, polled map[history.Key]map[int64]int64, maxPolled map[history.Key]int64, sentBy map[int64]history.Type, prefix bool) icebergResult {
 	r := icebergResult{Rows: len(rows)}
+	high := map[history.Key]int64{}
+	for _, rw := range rows {
+		high[rw.key] = max(high[rw.key], rw.off)
+	}
 	example := func(format string, args ...any) {
 		if len(r.Examples) < 20 {
 			r.Examples = append(r.Examples, fmt.Sprintf(format, args...))
@@ -144,8 +191,13 @@ func compare(rows []row, polled map[history.Key]map[int64]int64, maxPolled map[h
 		}
 	}
 	for k, offs := range polled {
-		r.Expected += len(offs)
 		for off, v := range offs {
+			if prefix {
+				if h, ok := high[k]; !ok || off > h {
+					continue
+				}
+			}
+			r.Expected++
 			if !seen[k][off] {
 				r.Missing++
 				example("missing: key %d offset %d value %d", k, off, v)

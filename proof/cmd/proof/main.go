@@ -31,6 +31,7 @@ type config struct {
 	Hold       time.Duration  `json:"fault_hold"`
 	Settle     time.Duration  `json:"settle"`
 	Iceberg    bool           `json:"iceberg_check"`
+	Checkpoint time.Duration  `json:"iceberg_checkpoint"`
 	agentTTL   time.Duration
 	floeBin    string
 	out        string
@@ -52,6 +53,7 @@ func main() {
 	flag.DurationVar(&cfg.Hold, "fault-hold", 12*time.Second, "longest time a fault lasts")
 	flag.DurationVar(&cfg.Settle, "settle", 15*time.Second, "time without faults at the end of the run, before the final reads")
 	flag.BoolVar(&cfg.Iceberg, "iceberg", true, "read the topics' Iceberg tables after the run and check them against the history")
+	flag.DurationVar(&cfg.Checkpoint, "iceberg-checkpoint", 30*time.Second, "how often the tables are also read during the run (0: never)")
 	flag.StringVar(&cfg.floeBin, "floe", "", "floe binary (default: built from this module)")
 	flag.StringVar(&cfg.out, "out", "docs/proof", "directory of the report")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the run's directory (logs, data) after the run")
@@ -147,13 +149,26 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 		defer close(nemDone)
 		nem.Run(nctx)
 	}()
+	keys := workload.Keys{Prefix: "floe-proof-", Topics: cfg.Topics, Partitions: cfg.Partitions}
+	var scans []scan
+	cpDone := make(chan struct{})
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	go func() {
+		defer close(cpDone)
+		if cfg.Iceberg && cfg.Checkpoint > 0 {
+			scans = checkpoints(cctx, c, keys, cfg.Checkpoint, started)
+		}
+	}()
 	h, werr := workload.Run(ctx, workload.Config{
-		Brokers: c.addrs, TopicPrefix: "floe-proof-", Topics: cfg.Topics, Partitions: cfg.Partitions,
+		Brokers: c.addrs, TopicPrefix: keys.Prefix, Topics: cfg.Topics, Partitions: cfg.Partitions,
 		Workers: cfg.Workers, Duration: cfg.Duration, FinalTimeout: 90 * time.Second, Seed: cfg.Seed,
 		Logger: log,
 	})
 	ncancel()
 	<-nemDone
+	ccancel()
+	<-cpDone
 	if werr != nil && len(h) == 0 {
 		return outcome{}, fmt.Errorf("workload: %w", werr)
 	}
@@ -166,7 +181,7 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 	}
 	o := outcome{Valid: res.Valid, Check: res, Injected: nem.Injected()}
 	if cfg.Iceberg {
-		ic := checkIceberg(ctx, c, cfg, h)
+		ic := checkIceberg(ctx, c, cfg, h, scans)
 		o.Iceberg = &ic
 		o.Valid = o.Valid && ic.Err == "" && ic.Bad() == 0
 	}

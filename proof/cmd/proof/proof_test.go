@@ -31,7 +31,7 @@ func TestProofShort(t *testing.T) {
 	start := time.Now()
 	res, err := run(ctx, config{
 		Duration: 45 * time.Second, Agents: 3, Workers: 6, Topics: 2, Partitions: 2,
-		Kinds: kinds, Gap: 3 * time.Second, Hold: 5 * time.Second, Settle: 10 * time.Second, Iceberg: true,
+		Kinds: kinds, Gap: 3 * time.Second, Hold: 5 * time.Second, Settle: 10 * time.Second, Iceberg: true, Checkpoint: 15 * time.Second,
 		out: out, logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
 	})
 	if err != nil {
@@ -53,7 +53,7 @@ func TestProofShort(t *testing.T) {
 	if res.Check.Stats.Ops < 100 {
 		t.Errorf("only %d ops", res.Check.Stats.Ops)
 	}
-	if ic := res.Iceberg; ic == nil || ic.Expected == 0 || ic.Rows < ic.Expected {
+	if ic := res.Iceberg; ic == nil || ic.Expected == 0 || ic.Rows < ic.Expected || len(ic.Checkpoints) == 0 {
 		t.Errorf("iceberg check: %+v", res.Iceberg)
 	}
 	for _, f := range []string{"result.json", "history.jsonl.gz", "latency.svg"} {

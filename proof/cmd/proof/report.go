@@ -129,10 +129,23 @@ func (r report) markdown(histNote string) []byte {
 		for _, e := range ic.Examples {
 			fmt.Fprintf(&b, "- %s\n", e)
 		}
+		if len(ic.Checkpoints) > 0 {
+			fmt.Fprintf(&b, "\nDuring the run, under the faults, the tables were read every %v and each read judged against the final history as a prefix: every polled record below the highest offset the read found in its partition must be there once, with its value; nothing aborted, unsent, or skipped by every reader.\n\n", r.cfg.Checkpoint)
+			b.WriteString("| at | rows | records expected | missing | duplicate | wrong value | aborted | no writer | skipped | error |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+			for _, c := range ic.Checkpoints {
+				fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", c.At, c.Rows, c.Expected, c.Missing, c.Duplicate, c.WrongValue, c.Aborted, c.NoWriter, c.Skipped, c.Err)
+			}
+			for _, c := range ic.Checkpoints {
+				for _, e := range c.Examples {
+					fmt.Fprintf(&b, "- at %s: %s\n", c.At, e)
+				}
+			}
+		}
 	}
 	b.WriteString("\n## Latency over time\n\n![latency of every op over time, faults shaded](latency.svg)\n\n")
 	b.WriteString("Each dot is an op at its invocation (x, seconds) with its latency (y, log scale): green ok, orange info (unknown outcome), red fail. Shaded bands are faults, labelled by kind. The workload's clock starts just after its topics are created, within a second of the nemesis's.\n\n")
-	b.WriteString("## Fault timeline\n\n| at | action | kind | target | detail | error |\n|---:|---|---|---|---|---|\n")
+	b.WriteString(r.latencyTable(15 * time.Second))
+	b.WriteString("\n## Fault timeline\n\n| at | action | kind | target | detail | error |\n|---:|---|---|---|---|---|\n")
 	for _, e := range r.timeline {
 		fmt.Fprintf(&b, "| %.1fs | %s | `%s` | %s | %s | %s |\n", e.At.Seconds(), e.Action, e.Kind, e.Target, e.Detail, e.Err)
 	}
@@ -198,4 +211,61 @@ func (r report) svg() []byte {
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// latencyTable is the plot in numbers: per window of invocation time, the
+// ops by outcome, their latency quantiles, and the faults that were on.
+func (r report) latencyTable(window time.Duration) string {
+	type bucket struct {
+		ok, info, fail int
+		lat            []time.Duration
+	}
+	var bs []bucket
+	for _, o := range r.h {
+		if o.F == history.Crash {
+			continue
+		}
+		i := int(time.Duration(o.Invoke) / window)
+		for len(bs) <= i {
+			bs = append(bs, bucket{})
+		}
+		switch o.Type {
+		case history.OK:
+			bs[i].ok++
+		case history.Info:
+			bs[i].info++
+		default:
+			bs[i].fail++
+		}
+		bs[i].lat = append(bs[i].lat, time.Duration(o.Complete-o.Invoke))
+	}
+	var b strings.Builder
+	b.WriteString("| from | ok | info | fail | p50 | p99 | max | faults on |\n|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for i, bk := range bs {
+		slices.Sort(bk.lat)
+		q := func(f float64) time.Duration {
+			if len(bk.lat) == 0 {
+				return 0
+			}
+			return bk.lat[min(len(bk.lat)-1, int(f*float64(len(bk.lat))))].Round(time.Millisecond)
+		}
+		from, to := time.Duration(i)*window, time.Duration(i+1)*window
+		on := map[string]bool{}
+		var names []string
+		starts := map[string]time.Duration{}
+		for _, e := range r.timeline {
+			id := string(e.Kind) + " " + e.Target
+			if e.Action == "start" && e.Err == "" {
+				starts[id] = e.At
+				continue
+			}
+			if s, ok := starts[id]; ok && s < to && e.At > from && !on[id] {
+				on[id] = true
+				names = append(names, id)
+			}
+			delete(starts, id)
+		}
+		fmt.Fprintf(&b, "| %v | %d | %d | %d | %v | %v | %v | %s |\n", from, bk.ok, bk.info, bk.fail, q(0.5), q(0.99), q(1), strings.Join(names, ", "))
+	}
+	return b.String()
 }

@@ -106,8 +106,11 @@
 //   - httpauth.go: authentication of the HTTP endpoints.
 //
 // Quotas and limits:
-//   - quota.go: client quotas: resolution, throttling, the stored quotas.
-//   - quota_rate.go: the rate windows of a quota sensor.
+//   - quota.go: client quotas: charging requests, throttling, the stored
+//     quotas.
+//   - internal/quota/quota.go, internal/quota/rate.go: package
+//     agent/internal/quota: Kafka's precedence, the sensors and their
+//     rate windows, throttle times; pure.
 //   - limits.go: counting and logging of hit limits.
 //   - 48_describe_client_quotas.go, 49_alter_client_quotas.go: quota APIs.
 //
@@ -132,9 +135,9 @@
 //	txn entry mu                                 before  batcher.cutMu
 //	txn entry mu                                 before  batcher.mu
 //	batcher.cutMu                                before  batcher.mu
-//	clientQuotas.loadMu                          before  clientQuotas.mu
+//	clientQuotas.loadMu                          before  quota.Sensors.mu
 //	clientQuotas.loadMu                          before  Agent.viewMu
-//	clientQuotas.mu                              before  quotaRate.mu
+//	quota.Sensors.mu                             before  quota's sensor.mu
 //
 // Never held together: a group entry and a transaction entry (no
 // transaction path enters a group while holding its transaction entry:
@@ -146,7 +149,7 @@
 // Leaves (nothing is taken under them): Agent.viewMu, Agent.connMu,
 // broadcaster.mu, authorizer.loadMu, connAuthz.mu, batcher.mu,
 // coordinator.mu, txnCoordinator.mu, heads.mu, lagMonitor.mu, limits.mu,
-// oauthVerifier.mu, quotaRate.mu, readAhead.mu, authFailures.mu,
+// oauthVerifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, authFailures.mu,
 // shares.mu, tlsFiles.mu, topicCache.mu and budget.Budget.mu (its OnWait
 // callback must not lock).
 //

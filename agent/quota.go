@@ -15,7 +15,7 @@ package agent
 //   - A (user, client id) pair gets, per quota key, the first quota of
 //     Kafka's precedence that sets that key (resolveQuota). Values are
 //     measured by a sampled rate per quota key and per the entity that
-//     matched (quota_rate.go): a user quota is shared by all that user's
+//     matched (agent/internal/quota): a user quota is shared by all that user's
 //     client ids, a default client-id quota is per client id.
 //   - When a request takes the rate above the bound, its answer carries
 //     throttle_time_ms, the time without traffic that brings the rate back
@@ -33,7 +33,6 @@ package agent
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,187 +41,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/quota"
 	"floe/metadata"
 )
 
-// quotaKind is one of the quota keys floe enforces.
-type quotaKind int
-
-const (
-	quotaProduce quotaKind = iota
-	quotaFetch
-	quotaRequest
-	quotaConnection
-	quotaKinds
-)
-
-// quotaKeys are the Kafka config keys of the kinds, quotaTypes their
-// names in metrics (Kafka's QuotaType names).
-var (
-	quotaKeys  = [quotaKinds]string{"producer_byte_rate", "consumer_byte_rate", "request_percentage", "connection_creation_rate"}
-	quotaTypes = [quotaKinds]string{"produce", "fetch", "request", "connection"}
-)
-
-// shared reports whether the kind's quota is the cluster's, each agent
-// enforcing its share, rather than each agent's own.
-func (k quotaKind) shared() bool { return k == quotaProduce || k == quotaFetch }
-
-// quotaConfig is one immutable snapshot of the quotas an agent enforces.
-type quotaConfig struct {
-	version int64 // the store's QuotaVersion it was read at; -1 when unread
-	agents  int   // live agents when it was built: the divisor of shared quotas
-	limits  [quotaKinds]map[metadata.QuotaEntity]float64
-}
-
-// newQuotaConfig indexes the store's quotas by kind; keys floe does not
-// enforce (controller_mutation_rate: floe has no controller) are kept out.
-func newQuotaConfig(version int64, agents int, qs []metadata.ClientQuota) *quotaConfig {
-	qc := &quotaConfig{version: version, agents: max(agents, 1)}
-	for _, q := range qs {
-		if q.Entity.IP.Kind == metadata.QuotaNamed {
-			// Connections name their address in Go's canonical form.
-			if ip := net.ParseIP(q.Entity.IP.Name); ip != nil {
-				q.Entity.IP.Name = ip.String()
-			}
-		}
-		for k, key := range quotaKeys {
-			if q.Key == key {
-				if qc.limits[k] == nil {
-					qc.limits[k] = map[metadata.QuotaEntity]float64{}
-				}
-				qc.limits[k][q.Entity] = q.Value
-			}
-		}
-	}
-	return qc
-}
-
-// empty reports whether no quota is enforced.
-func (qc *quotaConfig) empty() bool {
-	for _, m := range qc.limits {
-		if len(m) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// quotaSensorKey names a sensor: the kind and the tags Kafka gives it, the
-// names of the entity parts that matched ("" for a part the quota is not
-// per).
-type quotaSensorKey struct {
-	kind             quotaKind
-	user, client, ip string
-}
-
-// resolveQuota finds the quota of kind k (user, client id kinds) for user
-// and client, by Kafka's precedence: user and client id, user and default
-// client id, user, default user and client id, default user and default
-// client id, default user, client id, default client id. ok is false when
-// none sets the key. The bound is this agent's: a shared quota's share.
-func (qc *quotaConfig) resolveQuota(k quotaKind, user, client string) (bound float64, key quotaSensorKey, ok bool) {
-	m := qc.limits[k]
-	if len(m) == 0 {
-		return 0, key, false
-	}
-	u, c, def, none := metadata.Named(user), metadata.Named(client), metadata.DefaultName, metadata.QuotaName{}
-	for _, l := range [...]struct {
-		user, client     metadata.QuotaName
-		byUser, byClient bool
-	}{
-		{u, c, true, true},
-		{u, def, true, true},
-		{u, none, true, false},
-		{def, c, true, true},
-		{def, def, true, true},
-		{def, none, true, false},
-		{none, c, false, true},
-		{none, def, false, true},
-	} {
-		v, found := m[metadata.QuotaEntity{User: l.user, ClientID: l.client}]
-		if !found {
-			continue
-		}
-		key.kind = k
-		if l.byUser {
-			key.user = user
-		}
-		if l.byClient {
-			key.client = client
-		}
-		return qc.share(k, v), key, true
-	}
-	return 0, key, false
-}
-
-// resolveIPQuota finds the connection_creation_rate of ip: its own, else
-// the default ip quota (which every ip has a sensor of its own for).
-func (qc *quotaConfig) resolveIPQuota(ip string) (float64, quotaSensorKey, bool) {
-	m := qc.limits[quotaConnection]
-	for _, n := range []metadata.QuotaName{metadata.Named(ip), metadata.DefaultName} {
-		if v, ok := m[metadata.QuotaEntity{IP: n}]; ok {
-			return v, quotaSensorKey{kind: quotaConnection, ip: ip}, true
-		}
-	}
-	return 0, quotaSensorKey{}, false
-}
-
-// share is what this agent enforces of a quota of value v.
-func (qc *quotaConfig) share(k quotaKind, v float64) float64 {
-	if k.shared() {
-		return v / float64(qc.agents)
-	}
-	return v
-}
-
 // clientQuotas is an agent's quota state. Its zero value enforces nothing
 // until the first refresh. cfg is replaced whole (never modified) by
-// refreshQuotas, one at a time under loadMu; mu guards sensors; each
-// sensor guards its own samples.
+// refreshQuotas, one at a time under loadMu; the sensors guard themselves.
 type clientQuotas struct {
-	cfg    atomic.Pointer[quotaConfig]
-	loadMu sync.Mutex
-
-	mu      sync.Mutex
-	sensors map[quotaSensorKey]*quotaRate
+	cfg     atomic.Pointer[quota.Config]
+	loadMu  sync.Mutex
+	sensors quota.Sensors
 
 	metricsOnce sync.Once
 	// throttleSeconds and throttles: the throttle times imposed and the
 	// answers (or connections) throttled, by quota type.
 	throttleSeconds *prometheus.CounterVec
 	throttles       *prometheus.CounterVec
-}
-
-// record charges v to the sensor named key and returns how long its
-// client must be throttled under bound (zero when within it).
-func (q *clientQuotas) record(key quotaSensorKey, bound, v float64, now time.Time) time.Duration {
-	q.mu.Lock()
-	if q.sensors == nil {
-		q.sensors = map[quotaSensorKey]*quotaRate{}
-	}
-	s := q.sensors[key]
-	if s == nil {
-		s = &quotaRate{}
-		q.sensors[key] = s
-	}
-	q.mu.Unlock()
-	rate, window := s.record(v, now)
-	d := throttleTime(rate, bound, window)
-	if key.kind == quotaRequest {
-		d = min(d, quotaWindow) // Kafka bounds request-time throttles by one window
-	}
-	return d
-}
-
-// prune drops the sensors nothing was recorded in for all their windows.
-func (q *clientQuotas) prune(now time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for k, s := range q.sensors {
-		if s.idle(now) {
-			delete(q.sensors, k)
-		}
-	}
 }
 
 // quotaMetrics registers the quota metrics once, on the agent's registry.
@@ -246,11 +81,11 @@ func (a *Agent) refreshQuotas(ctx context.Context) {
 	q := a.quotaMetrics()
 	q.loadMu.Lock()
 	defer q.loadMu.Unlock()
-	q.prune(time.Now())
+	q.sensors.Prune(time.Now())
 	agents := len(a.liveAgents())
 	cur := q.cfg.Load()
 	v, err := a.store.QuotaVersion(ctx)
-	if err == nil && cur != nil && cur.version == v && cur.agents == agents {
+	if err == nil && cur != nil && cur.Version() == v && cur.Agents() == agents {
 		return
 	}
 	var qs []metadata.ClientQuota
@@ -262,19 +97,17 @@ func (a *Agent) refreshQuotas(ctx context.Context) {
 		if cur == nil {
 			// Enforce none rather than ask the store on every request;
 			// the next tick tries again.
-			q.cfg.Store(newQuotaConfig(-1, agents, nil))
-		} else if cur.agents != agents {
-			next := *cur
-			next.agents = agents
-			q.cfg.Store(&next)
+			q.cfg.Store(quota.NewConfig(-1, agents, nil))
+		} else if cur.Agents() != agents {
+			q.cfg.Store(cur.WithAgents(agents))
 		}
 		return
 	}
-	q.cfg.Store(newQuotaConfig(v, agents, qs))
+	q.cfg.Store(quota.NewConfig(v, agents, qs))
 }
 
 // quotaConfig is the agent's current quotas, loaded on first use.
-func (a *Agent) quotaConfig() *quotaConfig {
+func (a *Agent) quotaConfig() *quota.Config {
 	if qc := a.quotas.cfg.Load(); qc != nil {
 		return qc
 	}
@@ -316,7 +149,7 @@ func waitsByDesign(key int16) bool {
 func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration) {
 	a := c.a
 	qc := a.quotaConfig()
-	if qc.empty() {
+	if qc.Empty() {
 		return
 	}
 	user, client := quotaUserName(c.principal()), ""
@@ -325,17 +158,17 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 	}
 	now := time.Now()
 	var worst time.Duration
-	kind := quotaKind(-1)
+	kind := quota.Kind(-1)
 	var fetched float64 // Fetch answer bytes charged to the fetch quota
-	charge := func(k quotaKind, v float64) {
-		bound, key, ok := qc.resolveQuota(k, user, client)
+	charge := func(k quota.Kind, v float64) {
+		bound, key, ok := qc.Resolve(k, user, client)
 		if !ok {
 			return
 		}
-		if k == quotaFetch {
+		if k == quota.Fetch {
 			fetched = v
 		}
-		if d := a.quotas.record(key, bound, v, now); d > worst {
+		if d := a.quotas.sensors.Record(key, bound, v, now); d > worst {
 			worst, kind = d, k
 		}
 	}
@@ -347,7 +180,7 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 				n += len(p.Records)
 			}
 		}
-		charge(quotaProduce, float64(n))
+		charge(quota.Produce, float64(n))
 	case *kmsg.FetchRequest:
 		if fr, ok := resp.(*kmsg.FetchResponse); ok {
 			n := 0
@@ -356,7 +189,7 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 					n += len(p.RecordBatches)
 				}
 			}
-			charge(quotaFetch, float64(n))
+			charge(quota.Fetch, float64(n))
 		}
 	case *kmsg.ShareFetchRequest:
 		// Charged as a Fetch; the records it acquired are the member's,
@@ -368,24 +201,24 @@ func (c *conn) throttleAnswer(r *request, resp kmsg.Response, took time.Duration
 					n += len(p.Records)
 				}
 			}
-			charge(quotaFetch, float64(n))
+			charge(quota.Fetch, float64(n))
 		}
 	}
 	if !waitsByDesign(r.hdr.APIKey) {
-		charge(quotaRequest, took.Seconds()*100)
+		charge(quota.Request, took.Seconds()*100)
 	}
 	if worst <= 0 {
 		return
 	}
-	a.quotas.throttleSeconds.WithLabelValues(quotaTypes[kind]).Add(worst.Seconds())
-	a.quotas.throttles.WithLabelValues(quotaTypes[kind]).Inc()
+	a.quotas.throttleSeconds.WithLabelValues(quota.Types[kind]).Add(worst.Seconds())
+	a.quotas.throttles.WithLabelValues(quota.Types[kind]).Inc()
 	c.mute(now.Add(worst))
 	if fr, ok := resp.(*kmsg.FetchResponse); ok && fetched > 0 {
 		// As Kafka does: a throttled fetch is answered empty, and the
 		// bytes it would have carried are taken back off the fetch quota
 		// (the client fetches them again once its throttle ends).
-		if bound, key, ok := qc.resolveQuota(quotaFetch, user, client); ok {
-			a.quotas.record(key, bound, -fetched, now)
+		if bound, key, ok := qc.Resolve(quota.Fetch, user, client); ok {
+			a.quotas.sensors.Record(key, bound, -fetched, now)
 		}
 		a.releaseFetchBuffers(fr)
 		fr.Topics = nil
@@ -449,17 +282,17 @@ func (c *conn) sleepUntil(t time.Time) {
 // closes them (KIP-612), so that the client backs off before it retries.
 func (c *conn) connectionThrottled() bool {
 	a := c.a
-	bound, key, ok := a.quotaConfig().resolveIPQuota(c.host())
+	bound, key, ok := a.quotaConfig().ResolveIP(c.host())
 	if !ok {
 		return false
 	}
 	now := time.Now()
-	d := a.quotas.record(key, bound, 1, now)
+	d := a.quotas.sensors.Record(key, bound, 1, now)
 	if d <= 0 {
 		return false
 	}
-	a.quotas.throttleSeconds.WithLabelValues(quotaTypes[quotaConnection]).Add(d.Seconds())
-	a.quotas.throttles.WithLabelValues(quotaTypes[quotaConnection]).Inc()
+	a.quotas.throttleSeconds.WithLabelValues(quota.Types[quota.Connection]).Add(d.Seconds())
+	a.quotas.throttles.WithLabelValues(quota.Types[quota.Connection]).Inc()
 	a.limitHit("connection_creation_rate", "remote", c.nc.RemoteAddr().String(), "throttle", d)
 	c.sleepUntil(now.Add(d))
 	return true
@@ -472,16 +305,16 @@ func (c *conn) connectionThrottled() bool {
 // when the client has no fetch quota.
 func (c *conn) fetchQuotaCap(r *request) int64 {
 	qc := c.a.quotaConfig()
-	if qc.empty() {
+	if qc.Empty() {
 		return 0
 	}
 	client := ""
 	if r.hdr.ClientID != nil {
 		client = *r.hdr.ClientID
 	}
-	bound, _, ok := qc.resolveQuota(quotaFetch, quotaUserName(c.principal()), client)
+	bound, _, ok := qc.Resolve(quota.Fetch, quotaUserName(c.principal()), client)
 	if !ok {
 		return 0
 	}
-	return max(int64(bound*float64(quotaSamples-1)*quotaWindow.Seconds()), 1)
+	return max(int64(bound*float64(quota.Samples-1)*quota.Window.Seconds()), 1)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/agent/internal/quota"
 )
 
 // throttleHook records the throttle times a client is told.
@@ -189,11 +191,11 @@ func TestQuotaSharedByAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	const quota = 1 << 20
-	setQuota(t, admin, quotaClientID, kmsg.StringPtr("half"), "producer_byte_rate", quota)
+	const rate = 1 << 20
+	setQuota(t, admin, quotaClientID, kmsg.StringPtr("half"), "producer_byte_rate", rate)
 	for _, a := range agents {
 		for {
-			if bound, _, ok := a.quotaConfig().resolveQuota(quotaProduce, "ANONYMOUS", "half"); ok && bound == quota/2 {
+			if bound, _, ok := a.quotaConfig().Resolve(quota.Produce, "ANONYMOUS", "half"); ok && bound == rate/2 {
 				break
 			}
 			select {
@@ -233,7 +235,7 @@ func TestQuotaSharedByAgents(t *testing.T) {
 		t.Fatal("never throttled at half the quota")
 	}
 	// A throttle is B/share - W for B bytes measured over W >= 10 s.
-	if most := time.Duration((bytes/(quota/2) - 10) * float64(time.Second)); slices.Max(throttles) > most+time.Millisecond {
+	if most := time.Duration((bytes/(rate/2) - 10) * float64(time.Second)); slices.Max(throttles) > most+time.Millisecond {
 		t.Fatalf("throttle %v above what %.0f bytes at the share allow (%v)", slices.Max(throttles), bytes, most)
 	}
 }
@@ -338,7 +340,7 @@ func TestClientQuotasStored(t *testing.T) {
 		t.Fatalf("after removing: %q", got)
 	}
 	// The agent enforces what it stored at once.
-	if bound, _, ok := ta.quotaConfig().resolveQuota(quotaProduce, "alice", "app"); !ok || bound != 1024 {
+	if bound, _, ok := ta.quotaConfig().Resolve(quota.Produce, "alice", "app"); !ok || bound != 1024 {
 		t.Fatalf("enforced producer_byte_rate of alice/app = %v %v, want 1024", bound, ok)
 	}
 
@@ -411,8 +413,8 @@ func TestQuotaRequestPercentage(t *testing.T) {
 		req.Version = 12
 		throttle = rc.roundTrip(req).(*kmsg.MetadataResponse).ThrottleMillis
 	}
-	if throttle <= 0 || throttle > int32(quotaWindow/time.Millisecond) {
-		t.Fatalf("throttle_time_ms = %d, want within (0, %v]", throttle, quotaWindow)
+	if throttle <= 0 || throttle > int32(quota.Window/time.Millisecond) {
+		t.Fatalf("throttle_time_ms = %d, want within (0, %v]", throttle, quota.Window)
 	}
 	if got := counterValue(t, ta.quotas.throttles.WithLabelValues("request")); got < 1 {
 		t.Fatalf("floe_agent_quota_throttles_total{quota=request} = %v", got)

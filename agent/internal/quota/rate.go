@@ -1,9 +1,9 @@
-package agent
+package quota
 
 // The rate a client quota is measured by, as Kafka measures it (its
 // metrics library's Rate over a SampledStat): the values recorded in the
-// last quotaSamples windows of quotaWindow each, divided by the time they
-// span, but never by less than quotaSamples-1 whole windows, so that a
+// last Samples windows of Window each, divided by the time they
+// span, but never by less than Samples-1 whole windows, so that a
 // client's first burst is spread over ten seconds rather than judged
 // against the few milliseconds it took.
 
@@ -13,10 +13,11 @@ import (
 	"time"
 )
 
-// Kafka's quota.window.num and quota.window.size.seconds defaults.
+// Samples and Window are Kafka's quota.window.num and
+// quota.window.size.seconds defaults.
 const (
-	quotaSamples = 11
-	quotaWindow  = time.Second
+	Samples = 11
+	Window  = time.Second
 )
 
 // rateSample is the total recorded in one window, which began at start.
@@ -25,28 +26,28 @@ type rateSample struct {
 	value float64
 }
 
-// quotaRate is one quota sensor: the sampled rate of one quota type for
+// sensor is one quota sensor: the sampled rate of one quota type for
 // one user and client id (or one ip). Its mutex guards the samples.
-type quotaRate struct {
+type sensor struct {
 	mu      sync.Mutex
-	samples []rateSample // at most quotaSamples; current is the one written
+	samples []rateSample // at most Samples; current is the one written
 	current int
 	last    time.Time // when a value was last recorded
 }
 
 // record adds v at now and returns the rate after it, and the window that
 // rate was measured over.
-func (r *quotaRate) record(v float64, now time.Time) (float64, time.Duration) {
+func (r *sensor) record(v float64, now time.Time) (float64, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last = now
 	if len(r.samples) == 0 {
 		r.samples = append(r.samples, rateSample{start: now})
 	}
-	if now.Sub(r.samples[r.current].start) >= quotaWindow {
+	if now.Sub(r.samples[r.current].start) >= Window {
 		// The current window is complete: the next one begins now,
-		// replacing the oldest once there are quotaSamples.
-		r.current = (r.current + 1) % quotaSamples
+		// replacing the oldest once there are Samples.
+		r.current = (r.current + 1) % Samples
 		if r.current == len(r.samples) {
 			r.samples = append(r.samples, rateSample{})
 		}
@@ -57,14 +58,14 @@ func (r *quotaRate) record(v float64, now time.Time) (float64, time.Duration) {
 }
 
 // measureLocked is the rate at now and the window it spans.
-func (r *quotaRate) measureLocked(now time.Time) (float64, time.Duration) {
+func (r *sensor) measureLocked(now time.Time) (float64, time.Duration) {
 	// Samples older than every window are reset, as if nothing had
 	// been recorded in them.
 	oldest := now
 	total := 0.0
 	for i := range r.samples {
 		s := &r.samples[i]
-		if now.Sub(s.start) >= quotaSamples*quotaWindow {
+		if now.Sub(s.start) >= Samples*Window {
 			*s = rateSample{start: now}
 		}
 		total += s.value
@@ -73,8 +74,8 @@ func (r *quotaRate) measureLocked(now time.Time) (float64, time.Duration) {
 		}
 	}
 	elapsed := now.Sub(oldest)
-	if full := int64(elapsed / quotaWindow); full < quotaSamples-1 {
-		elapsed += time.Duration(quotaSamples-1-full) * quotaWindow
+	if full := int64(elapsed / Window); full < Samples-1 {
+		elapsed += time.Duration(Samples-1-full) * Window
 	}
 	elapsed = max(elapsed, time.Millisecond)
 	return total / elapsed.Seconds(), elapsed
@@ -82,10 +83,10 @@ func (r *quotaRate) measureLocked(now time.Time) (float64, time.Duration) {
 
 // idle reports whether nothing was recorded for every window: the sensor
 // is then the same as a new one and can be dropped.
-func (r *quotaRate) idle(now time.Time) bool {
+func (r *sensor) idle(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return now.Sub(r.last) >= quotaSamples*quotaWindow
+	return now.Sub(r.last) >= Samples*Window
 }
 
 // throttleTime is how long a client whose measured rate over window is

@@ -1,4 +1,4 @@
-package agent
+package quota
 
 import (
 	"testing"
@@ -30,40 +30,40 @@ func TestQuotaPrecedence(t *testing.T) {
 		}
 		// A key set only at the last level does not hide the others'.
 		qs = append(qs, metadata.ClientQuota{Entity: metadata.QuotaEntity{ClientID: def}, Key: "consumer_byte_rate", Value: 7})
-		qc := newQuotaConfig(1, 1, qs)
-		bound, key, ok := qc.resolveQuota(quotaProduce, "alice", "app")
-		want := quotaSensorKey{kind: quotaProduce, user: tags[first][0], client: tags[first][1]}
+		qc := NewConfig(1, 1, qs)
+		bound, key, ok := qc.Resolve(Produce, "alice", "app")
+		want := SensorKey{Kind: Produce, User: tags[first][0], Client: tags[first][1]}
 		if !ok || bound != float64(1000*(first+1)) || key != want {
 			t.Errorf("levels %d..: produce quota = %v %+v %v, want %d %+v", first, bound, key, ok, 1000*(first+1), want)
 		}
-		if bound, _, ok := qc.resolveQuota(quotaFetch, "alice", "app"); !ok || bound != 7 {
+		if bound, _, ok := qc.Resolve(Fetch, "alice", "app"); !ok || bound != 7 {
 			t.Errorf("levels %d..: fetch quota = %v %v, want 7", first, bound, ok)
 		}
-		if _, _, ok := qc.resolveQuota(quotaRequest, "alice", "app"); ok {
+		if _, _, ok := qc.Resolve(Request, "alice", "app"); ok {
 			t.Errorf("levels %d..: a request quota where none is set", first)
 		}
 	}
 	// Other users and client ids fall to the defaults, or to nothing.
-	qc := newQuotaConfig(1, 1, []metadata.ClientQuota{
+	qc := NewConfig(1, 1, []metadata.ClientQuota{
 		{Entity: metadata.QuotaEntity{User: alice, ClientID: app}, Key: "producer_byte_rate", Value: 1},
 		{Entity: metadata.QuotaEntity{User: def}, Key: "producer_byte_rate", Value: 2},
 	})
 	for _, tc := range []struct {
 		user, client string
 		bound        float64
-		key          quotaSensorKey
+		key          SensorKey
 	}{
-		{"alice", "app", 1, quotaSensorKey{kind: quotaProduce, user: "alice", client: "app"}},
-		{"alice", "other", 2, quotaSensorKey{kind: quotaProduce, user: "alice"}},
-		{"ANONYMOUS", "", 2, quotaSensorKey{kind: quotaProduce, user: "ANONYMOUS"}},
+		{"alice", "app", 1, SensorKey{Kind: Produce, User: "alice", Client: "app"}},
+		{"alice", "other", 2, SensorKey{Kind: Produce, User: "alice"}},
+		{"ANONYMOUS", "", 2, SensorKey{Kind: Produce, User: "ANONYMOUS"}},
 	} {
-		bound, key, ok := qc.resolveQuota(quotaProduce, tc.user, tc.client)
+		bound, key, ok := qc.Resolve(Produce, tc.user, tc.client)
 		if !ok || bound != tc.bound || key != tc.key {
 			t.Errorf("%s/%s: %v %+v %v, want %v %+v", tc.user, tc.client, bound, key, ok, tc.bound, tc.key)
 		}
 	}
-	if _, _, ok := newQuotaConfig(1, 1, []metadata.ClientQuota{{Entity: metadata.QuotaEntity{User: alice}, Key: "producer_byte_rate", Value: 1}}).
-		resolveQuota(quotaProduce, "bob", "app"); ok {
+	if _, _, ok := NewConfig(1, 1, []metadata.ClientQuota{{Entity: metadata.QuotaEntity{User: alice}, Key: "producer_byte_rate", Value: 1}}).
+		Resolve(Produce, "bob", "app"); ok {
 		t.Error("bob has alice's quota")
 	}
 	_ = none
@@ -79,16 +79,16 @@ func TestQuotaShare(t *testing.T) {
 		{Entity: metadata.QuotaEntity{IP: metadata.Named("::ffff:10.0.0.1")}, Key: "connection_creation_rate", Value: 5},
 		{Entity: metadata.QuotaEntity{IP: metadata.DefaultName}, Key: "connection_creation_rate", Value: 9},
 	}
-	qc := newQuotaConfig(1, 4, qs)
-	for k, want := range map[quotaKind]float64{quotaProduce: 1 << 18, quotaFetch: 3 << 18, quotaRequest: 50} {
-		if bound, _, _ := qc.resolveQuota(k, "u", "c"); bound != want {
-			t.Errorf("%s share over 4 agents = %v, want %v", quotaTypes[k], bound, want)
+	qc := NewConfig(1, 4, qs)
+	for k, want := range map[Kind]float64{Produce: 1 << 18, Fetch: 3 << 18, Request: 50} {
+		if bound, _, _ := qc.Resolve(k, "u", "c"); bound != want {
+			t.Errorf("%s share over 4 agents = %v, want %v", Types[k], bound, want)
 		}
 	}
-	if bound, key, ok := qc.resolveIPQuota("10.0.0.1"); !ok || bound != 5 || key.ip != "10.0.0.1" {
+	if bound, key, ok := qc.ResolveIP("10.0.0.1"); !ok || bound != 5 || key.IP != "10.0.0.1" {
 		t.Errorf("ip quota of 10.0.0.1 = %v %+v %v, want its own 5 (stored as ::ffff:10.0.0.1)", bound, key, ok)
 	}
-	if bound, key, ok := qc.resolveIPQuota("10.0.0.2"); !ok || bound != 9 || key.ip != "10.0.0.2" {
+	if bound, key, ok := qc.ResolveIP("10.0.0.2"); !ok || bound != 9 || key.IP != "10.0.0.2" {
 		t.Errorf("ip quota of 10.0.0.2 = %v %+v %v, want the default 9 in a sensor of its own", bound, key, ok)
 	}
 }
@@ -98,7 +98,7 @@ func TestQuotaShare(t *testing.T) {
 // forgotten, and the throttle time is (rate-bound)/bound·window.
 func TestQuotaRateMath(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	var r quotaRate
+	var r sensor
 	rate, window := r.record(1<<20, t0)
 	if window != 10*time.Second || rate != float64(1<<20)/10 {
 		t.Fatalf("first record: rate %v over %v, want 1 MiB/10 s over 10 s", rate, window)
@@ -117,7 +117,7 @@ func TestQuotaRateMath(t *testing.T) {
 	}
 	// One record per second for 12 s: the window stops growing at 11
 	// samples, the first ones fall out of it.
-	var s quotaRate
+	var s sensor
 	for i := range 13 {
 		rate, window = s.record(100, t0.Add(time.Duration(i)*time.Second))
 	}
@@ -135,9 +135,9 @@ func TestQuotaRateMath(t *testing.T) {
 		t.Fatalf("after idling: rate %v over %v, want 5/s over 10 s", rate, window)
 	}
 	// The request quota's throttle is bounded by one window.
-	var q clientQuotas
-	key := quotaSensorKey{kind: quotaRequest, client: "c"}
-	if d := q.record(key, 10, 10000, t0); d != quotaWindow {
-		t.Fatalf("request throttle = %v, want bounded to %v", d, quotaWindow)
+	var q Sensors
+	key := SensorKey{Kind: Request, Client: "c"}
+	if d := q.Record(key, 10, 10000, t0); d != Window {
+		t.Fatalf("request throttle = %v, want bounded to %v", d, Window)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,6 +321,177 @@ func typedRows(t *testing.T, ctx context.Context, tbl *table.Table) map[int64]st
 			o := typedOrder{ID: r.ID, Item: r.Item, Qty: r.Qty, Price: r.Price, Paid: r.Paid, Amount: amount, Placed: placed, Day: day,
 				Status: r.Status, Tags: r.Tags, Attrs: attrs, Note: r.Note, Customer: r.Customer}
 			out[r.Kafka.Offset] = o.row(r.Kafka.Offset)
+		}
+	}
+	return out
+}
+
+// TestIcebergTypedConverterKilled: `floe compactor` killed with SIGKILL
+// again and again while framed Avro records of two schema versions (the
+// second adds a column and promotes one) and unframed ones are produced:
+// afterwards every acknowledged record is exactly once in the typed table
+// or, if unframed, in its dead-letter table, and in no other.
+func TestIcebergTypedConverterKilled(t *testing.T) {
+	e := newCompactorEnv(t)
+	ctx := testContext(t, 4*time.Minute)
+	const topic = "tcrash"
+	rc, err := sr.NewClient(sr.URLs("http://" + e.agent.RegistryAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := `{"type":"record","name":"O","fields":[{"name":"id","type":"int"},{"name":"item","type":"string"}]}`
+	v2 := `{"type":"record","name":"O","fields":[{"name":"id","type":"long"},{"name":"item","type":"string"},{"name":"note","type":["null","string"],"default":null}]}`
+	var serdes []*sr.Serde
+	for _, s := range []string{v1, v2} {
+		ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: s, Type: sr.TypeAvro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := avro.MustParse(s)
+		var serde sr.Serde
+		serde.Register(ss.ID, map[string]any{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(schema, v) }))
+		serdes = append(serdes, &serde)
+	}
+	createTableTopic(t, ctx, e.agent.Addr, topic, map[string]*string{
+		"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
+	comp := e.startCompactor("--iceberg-interval", "50ms", "--lease-ttl", "1s", "--bucket-latency", "20ms")
+
+	var mu sync.Mutex
+	want := map[rowKey]bool{} // dead?
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var recs []*kgo.Record
+			var dead []bool
+			for j := range 40 {
+				n := i*40 + j
+				var v []byte
+				var err error
+				switch {
+				case n%9 == 0:
+					v = fmt.Appendf(nil, "unframed %d", n)
+				case n%2 == 0:
+					v, err = serdes[0].Encode(map[string]any{"id": n, "item": fmt.Sprint("i", n)})
+				default:
+					v, err = serdes[1].Encode(map[string]any{"id": int64(n), "item": fmt.Sprint("i", n), "note": fmt.Sprint("n", n)})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(j % 8), Value: v})
+				dead = append(dead, n%9 == 0)
+			}
+			if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			mu.Lock()
+			for k, r := range recs {
+				want[rowKey{r.Partition, r.Offset}] = dead[k]
+			}
+			mu.Unlock()
+		}
+	}()
+	kills := 0
+	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); kills++ {
+		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
+		comp.Kill()
+		comp.start()
+	}
+	close(stop)
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d kills, %d records", kills, len(want))
+
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+e.agent.HTTPAddr+"/iceberg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for ctx.Err() == nil {
+		rows, dead := typedKeys(ctx, cat, topic, "_kafka.partition", "_kafka.offset"), typedKeys(ctx, cat, topic+"__dlq", "partition", "offset")
+		var bad []string
+		for k, isDead := range want {
+			in, other := rows[k], dead[k]
+			if isDead {
+				in, other = dead[k], rows[k]
+			}
+			if in != 1 || other != 0 {
+				bad = append(bad, fmt.Sprintf("%v (dead letter %v) in its table %d times, in the other %d", k, isDead, in, other))
+			}
+		}
+		for k := range rows {
+			if _, ok := want[k]; !ok {
+				bad = append(bad, fmt.Sprintf("%v in the table, never acknowledged", k))
+			}
+		}
+		for k := range dead {
+			if _, ok := want[k]; !ok {
+				bad = append(bad, fmt.Sprintf("%v in the dead-letter table, never acknowledged", k))
+			}
+		}
+		if len(bad) == 0 {
+			t.Logf("table and dead-letter table hold all %d records once (%d rows, %d dead letters)", len(want), len(rows), len(dead))
+			return
+		}
+		sort.Strings(bad)
+		last = fmt.Sprintf("%d wrong, e.g. %s", len(bad), bad[0])
+		for _, b := range bad {
+			if strings.Contains(b, "times") && !strings.Contains(b, "its table 0 times, in the other 0") {
+				last = fmt.Sprintf("%d wrong, e.g. %s", len(bad), b) // a duplicate or a misrouted record
+				break
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("after the kills: %s", last)
+}
+
+// typedKeys counts the rows of a table by (partition, offset), read from
+// the named columns; a missing table counts nothing.
+func typedKeys(ctx context.Context, cat catalog.Catalog, name, partCol, offCol string) map[rowKey]int {
+	out := map[rowKey]int{}
+	tb, err := cat.LoadTable(ctx, table.Identifier{"floe", strings.ReplaceAll(name, ".", "_")})
+	if err != nil {
+		return out
+	}
+	at, err := tb.Scan(table.WithSelectedFields(partCol, offCol)).ToArrowTable(ctx)
+	if err != nil {
+		return out
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	for tr.Next() {
+		var buf strings.Builder
+		if err := array.RecordToJSON(tr.RecordBatch(), &buf); err != nil {
+			return out
+		}
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var r struct {
+				Kafka struct {
+					Partition int32
+					Offset    int64
+				} `json:"_kafka"`
+				Partition int32
+				Offset    int64
+			}
+			if json.Unmarshal([]byte(line), &r) != nil {
+				continue
+			}
+			if strings.HasPrefix(partCol, "_kafka") {
+				r.Partition, r.Offset = r.Kafka.Partition, r.Kafka.Offset
+			}
+			out[rowKey{r.Partition, r.Offset}]++
 		}
 	}
 	return out

@@ -60,6 +60,12 @@ func (w *worker) loop(stop, ctx context.Context) error {
 			w.pid = w.run.nextProcess()
 		case history.Info:
 			w.crash()
+			if d := w.run.cfg.CrashBackoff; d > 0 {
+				select {
+				case <-stop.Done():
+				case <-time.After(d):
+				}
+			}
 		}
 	}
 	return nil

@@ -55,6 +55,12 @@ type Config struct {
 	// ReassignP is the probability that an assign worker assigns itself a
 	// new set of keys before an op (0.02; negative for never).
 	ReassignP float64
+	// CrashBackoff is how long a worker whose op's outcome was unknown
+	// waits before it opens its next client (100ms; negative for never): a
+	// cluster that refuses every request (its metadata store down) is not
+	// hammered by reconnecting clients, nor the history flooded with crash
+	// ops (thousands a second without it).
+	CrashBackoff time.Duration
 	// FinalTimeout bounds the final polls (10s).
 	FinalTimeout time.Duration
 	// Group prefixes the consumer groups (floe-proof).
@@ -105,6 +111,9 @@ func (c *Config) defaults() error {
 	}
 	if c.ReassignP == 0 {
 		c.ReassignP = 0.02
+	}
+	if c.CrashBackoff == 0 {
+		c.CrashBackoff = 100 * time.Millisecond
 	}
 	if c.FinalTimeout <= 0 {
 		c.FinalTimeout = 10 * time.Second

@@ -38,7 +38,7 @@ func (a *Agent) handleInitProducerID(ctx context.Context, r *request) (kmsg.Resp
 		return resp, nil
 	}
 	if req.TransactionalID == nil && a.authzEnabled() &&
-		!a.authorizeCluster(r, opIdempotentWrite) && !a.authz.allowedAny(r.c, opWrite, resTopic) {
+		!a.authorizeCluster(r, opIdempotentWrite) && !a.authz.AllowedAny(&r.c.authz, r.c.principal(), r.c.host(), opWrite, resTopic) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}

@@ -63,7 +63,7 @@ func (a *Agent) handleCreateACLs(ctx context.Context, r *request) (kmsg.Response
 		}
 		return resp, nil
 	}
-	a.authz.poll(ctx)
+	a.authz.Poll(ctx)
 	return resp, nil
 }
 

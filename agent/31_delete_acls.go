@@ -67,6 +67,6 @@ func (a *Agent) handleDeleteACLs(ctx context.Context, r *request) (kmsg.Response
 			resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
 		}
 	}
-	a.authz.poll(ctx)
+	a.authz.Poll(ctx)
 	return resp, nil
 }

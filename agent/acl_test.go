@@ -20,6 +20,19 @@ import (
 	"floe/storage/mem"
 )
 
+// acl builds a stored ACL for the matching tests.
+func acl(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
+	return metadata.ACL{ResourceType: int8(typ), ResourceName: name, PatternType: int8(pattern),
+		Principal: principal, Host: host, Operation: int8(op), Permission: int8(perm)}
+}
+
+const (
+	lit   = kmsg.ACLResourcePatternTypeLiteral
+	pre   = kmsg.ACLResourcePatternTypePrefixed
+	allow = kmsg.ACLPermissionTypeAllow
+	deny  = kmsg.ACLPermissionTypeDeny
+)
+
 // aclCluster is two agents with authorization on over one SQLite file
 // and one bucket. ACLs are created through a (the lower node id, which
 // Metadata names controller) with requests pinned to a, and checked with

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"floe/agent/internal/authz"
 	"floe/agent/internal/budget"
 	"floe/agent/internal/readahead"
 	"floe/metadata"
@@ -44,9 +45,9 @@ type Agent struct {
 	// fetchBudget bounds the record bytes of Fetch answers built and not
 	// yet written.
 	fetchBudget *budget.Budget
-	coord       *coordinator    // consumer groups this agent coordinates
-	txn         *txnCoordinator // transactional ids this agent coordinates
-	authz       *authorizer     // ACL checks (authz.go)
+	coord       *coordinator      // consumer groups this agent coordinates
+	txn         *txnCoordinator   // transactional ids this agent coordinates
+	authz       *authz.Authorizer // ACL checks (agent/internal/authz)
 
 	id string
 	// self is the registered identity, NodeID set by the store; the
@@ -140,7 +141,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
-	a.authz = newAuthorizer(cfg.Authz, store, a.log)
+	a.authz = authz.New(cfg.Authz, store, a.log)
 	a.reqBudget = newRequestBudget(cfg.BufferBytes)
 	a.fetchBudget = budget.New(cfg.FetchBufferBytes, 0)
 	m.reg.MustRegister(
@@ -236,7 +237,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.closeListeners()
 		return err
 	}
-	if err := a.authz.refresh(ctx); err != nil {
+	if err := a.authz.Refresh(ctx); err != nil {
 		a.closeListeners()
 		return fmt.Errorf("load acls: %w", err)
 	}
@@ -493,7 +494,7 @@ func (a *Agent) heartbeatLoop() {
 		} else if err := a.refreshLive(ctx); err != nil {
 			a.log.Warn("refresh live agents failed", "err", err)
 		}
-		a.authz.poll(ctx) // ACL changes of other agents, within one interval
+		a.authz.Poll(ctx) // ACL changes of other agents, within one interval
 		a.refreshQuotas(ctx)
 		cancel()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/authz"
 	"floe/agent/internal/budget"
 	"floe/internal/bufpool"
 	"floe/kafkaproto"
@@ -54,7 +55,7 @@ type conn struct {
 	// (sasl.go), nil on other listeners; reader-owned.
 	sasl *saslConn
 	// authz caches the connection's authorization decisions (authz.go).
-	authz connAuthz
+	authz authz.Cache
 	// remoteHost is the peer's address without its port.
 	remoteHost string
 	zone       string // client's zone from its first request's client id, if any

@@ -99,7 +99,10 @@
 //   - oauth.go: OAUTHBEARER, tokens checked against a JWKS.
 //   - principal.go: a connection's principal, re-authentication (KIP-368).
 //   - 17_sasl_handshake.go, 36_sasl_authenticate.go: the SASL APIs.
-//   - authz.go: the ACL authorizer and the helpers handlers call.
+//   - authz.go: the helpers handlers call to authorize.
+//   - internal/authz/authz.go: package agent/internal/authz, the ACL
+//     authorizer: Kafka's rules over a snapshot of the stored ACLs, and
+//     each connection's decision cache.
 //   - 29_describe_acls.go, 30_create_acls.go, 31_delete_acls.go: ACLs.
 //   - 50_describe_user_scram_credentials.go,
 //     51_alter_user_scram_credentials.go: SCRAM users.
@@ -128,7 +131,7 @@
 //	group entry mu                               before  Agent.viewMu
 //	group entry mu                               before  topicCache.mu
 //	group entry mu                               before  shares.mu
-//	group entry mu                               before  connAuthz.mu
+//	group entry mu                               before  authz.Cache.mu
 //	txn entry mu (txnEntry's leaseState.mu)      before  txnCoordinator.mu
 //	txn entry mu                                 before  Agent.viewMu
 //	txn entry mu                                 before  topicCache.mu
@@ -147,7 +150,7 @@
 // and only with TryLock).
 //
 // Leaves (nothing is taken under them): Agent.viewMu, Agent.connMu,
-// broadcaster.mu, authorizer.loadMu, connAuthz.mu, batcher.mu,
+// broadcaster.mu, authz.Authorizer.loadMu, authz.Cache.mu, batcher.mu,
 // coordinator.mu, txnCoordinator.mu, heads.mu, lagMonitor.mu, limits.mu,
 // oauthVerifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, authFailures.mu,
 // shares.mu, tlsFiles.mu, topicCache.mu and budget.Budget.mu (its OnWait

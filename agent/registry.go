@@ -76,7 +76,7 @@ func (a *Agent) registryACLs(next http.Handler) http.Handler {
 			host = h
 		}
 		may := func(op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
-			return a.authz.allowedPrincipal(principal, host, op, typ, name)
+			return a.authz.Allowed(nil, principal, host, op, typ, name)
 		}
 		write := r.Method != http.MethodGet && r.Method != http.MethodHead
 		parts := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")

@@ -1,4 +1,4 @@
-package agent
+package authz
 
 import (
 	"log/slog"
@@ -16,6 +16,13 @@ func acl(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternT
 }
 
 const (
+	resTopic    = kmsg.ACLResourceTypeTopic
+	resGroup    = kmsg.ACLResourceTypeGroup
+	resCluster  = kmsg.ACLResourceTypeCluster
+	resTxnID    = kmsg.ACLResourceTypeTransactionalId
+	clusterName = ClusterName
+	anonymous   = "User:ANONYMOUS"
+
 	lit   = kmsg.ACLResourcePatternTypeLiteral
 	pre   = kmsg.ACLResourcePatternTypePrefixed
 	allow = kmsg.ACLPermissionTypeAllow
@@ -112,7 +119,7 @@ func TestACLDecide(t *testing.T) {
 			alice, "10.0.0.1", opWrite, resTxnID, "app-1", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newACLSnapshot(1, tc.acls)
+			s := newSnapshot(1, tc.acls)
 			if got := s.decide(tc.principal, tc.host, tc.op, tc.typ, tc.res, tc.allowIfNone); got != tc.want {
 				t.Fatalf("decide(%s %s %s %q from %s) = %v, want %v", tc.principal, tc.op, tc.typ, tc.res, tc.host, got, tc.want)
 			}
@@ -154,17 +161,16 @@ func TestACLAllowedAny(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			z := newAuthorizer(AuthzConfig{Enabled: true}, nil, slog.New(slog.DiscardHandler))
-			z.snap.Store(newACLSnapshot(1, tc.acls))
-			c := &conn{remoteHost: "127.0.0.1"}
-			if got := z.allowedAny(c, opWrite, resTopic); got != tc.want {
+			z := New(Config{Enabled: true}, nil, slog.New(slog.DiscardHandler))
+			z.snap.Store(newSnapshot(1, tc.acls))
+			if got := z.AllowedAny(nil, anonymous, "127.0.0.1", opWrite, resTopic); got != tc.want {
 				t.Fatalf("allowedAny = %v, want %v", got, tc.want)
 			}
 		})
 	}
 	// Super users need no ACL.
-	z := newAuthorizer(AuthzConfig{Enabled: true, SuperUsers: []string{anon}}, nil, slog.New(slog.DiscardHandler))
-	if !z.allowedAny(&conn{remoteHost: "127.0.0.1"}, opWrite, resTopic) {
+	z := New(Config{Enabled: true, SuperUsers: []string{anon}}, nil, slog.New(slog.DiscardHandler))
+	if !z.AllowedAny(nil, anonymous, "127.0.0.1", opWrite, resTopic) {
 		t.Fatal("a super user is refused")
 	}
 }
@@ -172,23 +178,22 @@ func TestACLAllowedAny(t *testing.T) {
 // TestACLConnCache: a connection's cached decision is used while the
 // snapshot and principal stay, and dropped when either changes.
 func TestACLConnCache(t *testing.T) {
-	z := newAuthorizer(AuthzConfig{Enabled: true}, nil, slog.New(slog.DiscardHandler))
-	c := &conn{remoteHost: "127.0.0.1"}
-	grant := newACLSnapshot(1, []metadata.ACL{acl(resTopic, "t", lit, anonymous, "*", opRead, allow)})
+	z := New(Config{Enabled: true}, nil, slog.New(slog.DiscardHandler))
+	var c Cache
+	grant := newSnapshot(1, []metadata.ACL{acl(resTopic, "t", lit, anonymous, "*", opRead, allow)})
 	z.snap.Store(grant)
-	if !z.allowed(c, opRead, resTopic, "t") {
+	if !z.Allowed(&c, anonymous, "127.0.0.1", opRead, resTopic, "t") {
 		t.Fatal("refused with a grant")
 	}
-	z.snap.Store(newACLSnapshot(2, nil))
-	if z.allowed(c, opRead, resTopic, "t") {
+	z.snap.Store(newSnapshot(2, nil))
+	if z.Allowed(&c, anonymous, "127.0.0.1", opRead, resTopic, "t") {
 		t.Fatal("a new snapshot without the grant still allows: the cache outlived it")
 	}
 	z.snap.Store(grant)
-	if !z.allowed(c, opRead, resTopic, "t") {
+	if !z.Allowed(&c, anonymous, "127.0.0.1", opRead, resTopic, "t") {
 		t.Fatal("refused after the grant came back")
 	}
-	c.id.set(&identity{principal: "User:mallory"})
-	if z.allowed(c, opRead, resTopic, "t") {
+	if z.Allowed(&c, "User:mallory", "127.0.0.1", opRead, resTopic, "t") {
 		t.Fatal("a new principal got the anonymous principal's cached decision")
 	}
 }

@@ -43,6 +43,7 @@ type writerSchema struct {
 	avro   havro.Schema
 	proto  *protobuf.Schema               // the schema; its messages are writerSchemas of their own
 	md     protoreflect.MessageDescriptor // a Protobuf message
+	jnode  *jsonNode                      // a JSON Schema
 	ice    *iceberg.Schema
 	reason string // set: records go to the dead-letter table
 	err    error
@@ -410,12 +411,15 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 				return false, fmt.Errorf("schema %s: bind to the table: %w", key, err)
 			}
 		}
-		nodes[key] = n // nil for Protobuf, whose fields are matched by name
+		nodes[key] = n // nil for Protobuf and JSON, whose fields are matched by name
 	}
 	var err error
-	if ws.md != nil {
+	switch {
+	case ws.md != nil:
 		err = b.addProto(r, ws.md, payload)
-	} else {
+	case ws.jnode != nil:
+		err = b.addJSON(r, ws.jnode, payload)
+	default:
 		err = b.addAvro(r, n, payload)
 	}
 	if err != nil {
@@ -519,8 +523,12 @@ func (w *typedWrite) writer(id int) (*writerSchema, error) {
 			return nil, fmt.Errorf("schema %d: parsed as %T", id, sc.Parsed)
 		}
 		ws.proto = p
+	case sc.Type == format.JSON:
+		if ws.ice, ws.jnode, err = jsonValueSchema(sc.Parsed.Canonical()); err != nil {
+			ws.reason, ws.err = reasonUnmappable, fmt.Errorf("schema %d: %w", id, err)
+		}
 	case sc.Type != format.Avro:
-		ws.reason, ws.err = reasonFormat, fmt.Errorf("schema %d is %s: only Avro and Protobuf are converted yet", id, sc.Type)
+		ws.reason, ws.err = reasonFormat, fmt.Errorf("schema %d is %s", id, sc.Type)
 	default:
 		a, ok := sc.Parsed.(*avro.Schema)
 		if !ok {

@@ -117,6 +117,17 @@ func (b *typedBuilder) addProto(rec *rawRecord, md protoreflect.MessageDescripto
 	return nil
 }
 
+// addJSON appends one record whose value payload (prefix cut) fits the
+// JSON Schema n; an error means it does not, and nothing was appended.
+func (b *typedBuilder) addJSON(rec *rawRecord, n *jsonNode, payload []byte) error {
+	if err := decodeJSON(n, payload, b.b.Schema(), b.b.Field, b.kafka); err != nil {
+		return err
+	}
+	b.addKafka(rec)
+	b.bytes += len(payload)
+	return nil
+}
+
 func (b *typedBuilder) addKafka(rec *rawRecord) {
 	r := rec.r
 	b.k.Append(true)

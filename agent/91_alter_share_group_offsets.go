@@ -30,15 +30,9 @@ func (a *Agent) handleAlterShareGroupOffsets(ctx context.Context, r *request) (k
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	if !a.authorize(r, opRead, resGroup, req.GroupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if req.GroupID == "" {
-		return fail(kerr.InvalidGroupID)
-	}
-	byName, _, err := a.topics.snapshot(ctx)
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
+	byName, e := a.shareOffsetsAdmin(ctx, r, opRead, req.GroupID)
+	if e != nil {
+		return fail(e)
 	}
 	type target struct {
 		rp  *kmsg.AlterShareGroupOffsetsResponseTopicPartition

@@ -28,15 +28,9 @@ func (a *Agent) handleDeleteShareGroupOffsets(ctx context.Context, r *request) (
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	if !a.authorize(r, opDelete, resGroup, req.GroupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if req.GroupID == "" {
-		return fail(kerr.InvalidGroupID)
-	}
-	byName, _, err := a.topics.snapshot(ctx)
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
+	byName, e := a.shareOffsetsAdmin(ctx, r, opDelete, req.GroupID)
+	if e != nil {
+		return fail(e)
 	}
 	var ids []metadata.TopicID
 	for _, rt := range req.Topics {
@@ -75,4 +69,21 @@ func (a *Agent) handleDeleteShareGroupOffsets(ctx context.Context, r *request) (
 		return fail(groupErr)
 	}
 	return resp, nil
+}
+
+// shareOffsetsAdmin is how AlterShareGroupOffsets and
+// DeleteShareGroupOffsets begin, as Kafka's do: op on the group (READ to
+// alter, DELETE to delete), a group id, then the topics by name.
+func (a *Agent) shareOffsetsAdmin(ctx context.Context, r *request, op kmsg.ACLOperation, group string) (map[string]metadata.Topic, *kerr.Error) {
+	if !a.authorize(r, op, resGroup, group) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
+	if group == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	byName, _, err := a.topics.snapshot(ctx)
+	if err != nil {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	return byName, nil
 }

@@ -79,7 +79,7 @@ func (c typedConfig) supported() error {
 		return fmt.Errorf("%s=%s: %w", ConfigKeyMode, c.keyMode, errUnsupportedMode)
 	}
 	switch c.valueMode {
-	case ModeBinary, ModeSchemaIDPrefix, ModeSchemaLatest:
+	case ModeBinary, ModeSchemaIDPrefix, ModeSchemaLatest, ModeJSON:
 		return nil
 	}
 	return fmt.Errorf("%s=%s: %w", ConfigValueMode, c.valueMode, errUnsupportedMode)

@@ -357,13 +357,27 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 	var ws *writerSchema
 	var key string
 	var payload []byte
-	if w.cfg.valueMode == ModeSchemaLatest {
+	switch w.cfg.valueMode {
+	case ModeJSON:
+		var err error
+		if ws, key, err = w.inferred(v, cur); err != nil {
+			reason := reasonDecode
+			switch {
+			case errors.Is(err, errInfer):
+				reason = reasonIncompatible
+			case errors.Is(err, errUnmappable):
+				reason = reasonUnmappable
+			}
+			return false, w.dead(r, reason, err.Error())
+		}
+		payload = v
+	case ModeSchemaLatest:
 		var err error
 		if ws, key, err = w.latest(); err != nil {
 			return false, err
 		}
 		payload = v
-	} else {
+	default:
 		if len(v) < 5 || v[0] != 0 {
 			return false, w.dead(r, reasonUnframed, "the value does not start with magic byte 0 and a schema id")
 		}
@@ -444,6 +458,25 @@ func (w *typedWrite) protoMessage(key string, find func() (protoreflect.MessageD
 	pm.md = md
 	w.schemas[key] = pm
 	return pm
+}
+
+// inferred returns the columns json mode infers from one value, fitted
+// to the table's (cur) types, as the cycle uses them.
+func (w *typedWrite) inferred(v []byte, cur *table.Table) (*writerSchema, string, error) {
+	sc, err := inferJSON(v)
+	if err != nil {
+		return nil, "", err
+	}
+	st, tst := sc.AsStruct(), cur.Schema().AsStruct()
+	fitted := fitInferred(&st, &tst).(*iceberg.StructType)
+	ice := iceberg.NewSchema(0, fitted.FieldList...)
+	key := "json " + ice.String()
+	if ws, ok := w.schemas[key]; ok {
+		return ws, key, nil
+	}
+	ws := &writerSchema{ice: ice, jnode: jsonNodeOf(fitted)}
+	w.schemas[key] = ws
+	return ws, key, nil
 }
 
 // latest returns the schema schema_latest decodes values with: the

@@ -365,6 +365,9 @@ func appendTo(b array.Builder, v any) error {
 		case float32:
 			b.Append(float64(v))
 			return nil
+		case int64: // json mode: an integer literal in a double column
+			b.Append(float64(v))
+			return nil
 		}
 	case *array.StringBuilder:
 		if v, ok := v.(string); ok {

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"bytes"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 
@@ -114,5 +115,49 @@ func TestTypedJSONSchemaTable(t *testing.T) {
 	}
 	if got := strings.Join(e.rows(dlq, ColOffset), ","); got != `{"offset":1}` {
 		t.Errorf("dead letters %s", got)
+	}
+}
+
+// TestTypedJSONInferred: floe.iceberg.value.mode=json infers columns from
+// the values, widens an integer into a double column, and sends what no
+// Iceberg evolution takes (a fraction into a long column, a string where a
+// number was, an array of mixed types) and non-objects to the
+// dead-letter table.
+func TestTypedJSONInferred(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeJSON})
+	e.produce([]byte(`{"id":1,"name":"a","tags":["x"],"nested":{"k":true}}`), []byte(`{"id":2,"price":1.5}`),
+		[]byte(`{"id":3,"price":2}`), []byte(`{"id":1.5}`), []byte(`"str"`), []byte(`{"id":"x"}`),
+		[]byte(`{"mixed":[1,"a"]}`), []byte(`{}`), []byte(`{"id":4,"nested":{"k":false,"j":"new"}}`))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fieldsOf(tbl.Schema()), "_kafka"; !strings.HasPrefix(got, want) ||
+		!strings.Contains(got, "id: long\nname: string\nnested: struct<") || !strings.Contains(got, "price: double") {
+		t.Errorf("columns\n%s", got)
+	}
+	got := strings.Join(e.rows(tbl, "_kafka.offset", "id", "name", "tags", "nested", "price"), "\n")
+	want := `{"_kafka":{"offset":0},"id":1,"name":"a","nested":{"j":null,"k":true},"price":null,"tags":["x"]}` + "\n" +
+		`{"_kafka":{"offset":1},"id":2,"name":null,"nested":null,"price":1.5,"tags":null}` + "\n" +
+		`{"_kafka":{"offset":2},"id":3,"name":null,"nested":null,"price":2,"tags":null}` + "\n" +
+		`{"_kafka":{"offset":7},"id":null,"name":null,"nested":null,"price":null,"tags":null}` + "\n" +
+		`{"_kafka":{"offset":8},"id":4,"name":null,"nested":{"j":"new","k":false},"price":null,"tags":null}`
+	if got != want {
+		t.Errorf("rows\n%s\nwant\n%s", got, want)
+	}
+	dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, l := range e.rows(dlq, ColOffset, ColError) {
+		reasons = append(reasons, l[strings.Index(l, `"offset"`):]+" "+strings.SplitN(l[strings.Index(l, `"error":"`)+9:], ":", 2)[0])
+	}
+	sort.Strings(reasons)
+	if got, want := strings.Join(reasons, ","), `"offset":3} incompatible_schema,"offset":4} does_not_decode,"offset":5} incompatible_schema,"offset":6} incompatible_schema`; got != want {
+		t.Errorf("dead letters %s\nwant %s", got, want)
 	}
 }

@@ -87,7 +87,11 @@ func (m *avroMapper) id() int { m.nextID++; return m.nextID }
 // optional, so that a later schema may drop a field and old rows read a
 // new one as null; field ids are placeholders that the table's schema
 // update replaces with fresh ones.
-func avroValueSchema(s havro.Schema) (*iceberg.Schema, *avroNode, error) {
+//
+// Given the table's schema (else nil), a record field the table has no
+// column for, one of whose Avro aliases it has, is that column: a field
+// renamed in a later schema keeps filling its column.
+func avroValueSchema(s havro.Schema, table *iceberg.Schema) (*iceberg.Schema, *avroNode, error) {
 	m := &avroMapper{}
 	if r, ok := deref(s).(*havro.RecordSchema); ok {
 		t, n, err := m.record(r)
@@ -95,6 +99,10 @@ func avroValueSchema(s havro.Schema) (*iceberg.Schema, *avroNode, error) {
 			return nil, nil, err
 		}
 		st := t.(*iceberg.StructType)
+		if table != nil {
+			tst := table.AsStruct()
+			followAliases(r, st, n, &tst)
+		}
 		for _, f := range st.FieldList {
 			if f.Name == ColKafka {
 				return nil, nil, fmt.Errorf("%w: value field %s: the name holds the Kafka metadata", errUnmappable, ColKafka)
@@ -111,6 +119,50 @@ func avroValueSchema(s havro.Schema) (*iceberg.Schema, *avroNode, error) {
 	}
 	top := &avroNode{kind: akRecord, fields: []*avroNode{n}, names: []string{ColValue}, cols: []bool{true}}
 	return iceberg.NewSchema(0, iceberg.NestedField{ID: m.id(), Name: ColValue, Type: t}), top, nil
+}
+
+// followAliases renames the fields of st (a record r's columns, decoded
+// by n) that table lacks to the alias table has, in nested records too
+// (directly or as [null, record]).
+func followAliases(r *havro.RecordSchema, st *iceberg.StructType, n *avroNode, table *iceberg.StructType) {
+	for i, f := range r.Fields() {
+		if !n.cols[i] {
+			continue
+		}
+		name := n.names[i]
+		j := fieldIndex(st, name)
+		if fieldIndex(table, name) < 0 {
+			for _, a := range f.Aliases() {
+				if fieldIndex(table, a) >= 0 && fieldIndex(st, a) < 0 {
+					st.FieldList[j].Name, n.names[i], name = a, a, a
+					break
+				}
+			}
+		}
+		tj := fieldIndex(table, name)
+		if tj < 0 {
+			continue
+		}
+		sub, subNode := recordOf(f.Type(), n.fields[i])
+		ist, ok1 := st.FieldList[j].Type.(*iceberg.StructType)
+		tst, ok2 := table.FieldList[tj].Type.(*iceberg.StructType)
+		if sub != nil && ok1 && ok2 {
+			followAliases(sub, ist, subNode, tst)
+		}
+	}
+}
+
+// recordOf is the record a field's schema is, directly or as [null, record].
+func recordOf(s havro.Schema, n *avroNode) (*havro.RecordSchema, *avroNode) {
+	if r, ok := deref(s).(*havro.RecordSchema); ok {
+		return r, n
+	}
+	if u, ok := deref(s).(*havro.UnionSchema); ok && n.kind == akUnion && n.opt >= 0 {
+		if r, ok := deref(u.Types()[n.opt]).(*havro.RecordSchema); ok {
+			return r, n.members[n.opt]
+		}
+	}
+	return nil, nil
 }
 
 // bindTop binds a value's node to a table schema's top-level columns,

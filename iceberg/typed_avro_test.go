@@ -23,7 +23,7 @@ func decodeRows(t *testing.T, schema string, values ...any) (*iceberg.Schema, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, n, err := avroValueSchema(s)
+	sc, n, err := avroValueSchema(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestAvroUnmappable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.schema, err)
 		}
-		_, _, err = avroValueSchema(s)
+		_, _, err = avroValueSchema(s, nil)
 		if !errors.Is(err, errUnmappable) || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: error %v, want errUnmappable saying %q", c.schema, err, c.why)
 		}
@@ -178,7 +178,7 @@ func TestAvroUnmappable(t *testing.T) {
 func TestAvroBadPayloads(t *testing.T) {
 	s := havro.MustParse(`{"type":"record","name":"B","fields":[{"name":"e","type":{"type":"enum","name":"E","symbols":["A"]}},
 		{"name":"u","type":["null","string"]},{"name":"xs","type":{"type":"array","items":"long"}}]}`)
-	sc, n, err := avroValueSchema(s)
+	sc, n, err := avroValueSchema(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

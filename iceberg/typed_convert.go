@@ -406,10 +406,16 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 	}
 	n, ok := nodes[key]
 	if !ok {
-		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ws.ice).Apply()
+		ice := ws.ice
+		if ws.avro != nil {
+			// A node of its own per segment (bind fills it), its fields
+			// renamed to the columns their aliases name.
+			ice, n, _ = avroValueSchema(ws.avro, cur.Schema())
+		}
+		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ice).Apply()
 		if err == nil && !applied.Equals(cur.Schema()) {
 			if !carried {
-				w.evolve = ws.ice
+				w.evolve = ice
 				return true, nil
 			}
 			err = errors.New("the table's schema update did not take the schema in")
@@ -419,8 +425,6 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 			return false, w.dead(r, reasonIncompatible, refused[key].Error())
 		}
 		if ws.avro != nil {
-			// A node of its own per segment: bind fills it for this schema.
-			_, n, _ = avroValueSchema(ws.avro)
 			if err := bindTop(n, cur.Schema(), kafka); err != nil {
 				return false, fmt.Errorf("schema %s: bind to the table: %w", key, err)
 			}
@@ -568,7 +572,7 @@ func (w *typedWrite) writer(id int) (*writerSchema, error) {
 			return nil, fmt.Errorf("schema %d: parsed as %T", id, sc.Parsed)
 		}
 		ws.avro = a.Avro()
-		if ws.ice, _, err = avroValueSchema(ws.avro); err != nil {
+		if ws.ice, _, err = avroValueSchema(ws.avro, nil); err != nil {
 			ws.reason, ws.err = reasonUnmappable, fmt.Errorf("schema %d: %w", id, err)
 		}
 	}

@@ -349,3 +349,32 @@ func TestTypedLayoutChange(t *testing.T) {
 		t.Errorf("cycles{result=foreign} = %v, want 1", n)
 	}
 }
+
+// TestTypedAvroAlias: a field renamed in a later schema, with the old
+// name as its alias, keeps filling the old column (nested records too);
+// no column of the new name appears.
+func TestTypedAvroAlias(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix})
+	s1 := `{"type":"record","name":"O","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"},
+		{"name":"ship","type":{"type":"record","name":"S","fields":[{"name":"city","type":"string"}]}}]}`
+	s2 := `{"type":"record","name":"O","fields":[{"name":"id","type":"int"},{"name":"customer","aliases":["name"],"type":"string"},
+		{"name":"ship","type":{"type":"record","name":"S","fields":[{"name":"town","aliases":["city"],"type":"string"}]}}]}`
+	v1, v2 := e.register(s1), e.register(s2)
+	e.produce(frame(t, v1, s1, map[string]any{"id": 1, "name": "ada", "ship": map[string]any{"city": "Oslo"}}),
+		frame(t, v2, s2, map[string]any{"id": 2, "customer": "bob", "ship": map[string]any{"town": "Rome"}}))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols := fieldsOf(tbl.Schema()); strings.Contains(cols, "customer") || strings.Contains(cols, "town") {
+		t.Errorf("columns of the new names:\n%s", cols)
+	}
+	got := strings.Join(e.rows(tbl, "_kafka.offset", "id", "name", "ship"), "\n")
+	want := `{"_kafka":{"offset":0},"id":1,"name":"ada","ship":{"city":"Oslo"}}` + "\n" + `{"_kafka":{"offset":1},"id":2,"name":"bob","ship":{"city":"Rome"}}`
+	if got != want {
+		t.Errorf("rows\n%s\nwant\n%s", got, want)
+	}
+}

@@ -2,9 +2,11 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,10 +17,10 @@ type Kind string
 
 // The fault kinds. Partitions pick a direction (both, in, out) at random.
 const (
-	PartitionPostgres Kind = "partition-postgres" // an agent from PostgreSQL
-	PartitionMinIO    Kind = "partition-minio"    // an agent from MinIO
-	PartitionClients  Kind = "partition-clients"  // an agent's Kafka listener from the clients
-	PartitionAgents   Kind = "partition-agents"   // an agent (the minority) from the other agents
+	PartitionPostgres Kind = "partition-postgres" // one agent, or a random set of them, from PostgreSQL
+	PartitionMinIO    Kind = "partition-minio"    // one agent, or a random set of them, from MinIO
+	PartitionClients  Kind = "partition-clients"  // the Kafka listeners of one or more agents from the clients
+	PartitionAgents   Kind = "partition-agents"   // a minority or majority of the agents from the others
 	Loss              Kind = "loss"               // random loss of an agent's packets (iptables statistic)
 	Delay             Kind = "delay"              // tc netem latency on an agent's link (when the kernel has netem)
 	PauseAgent        Kind = "pause-agent"        // SIGSTOP an agent past its lease TTLs, then SIGCONT
@@ -206,12 +208,37 @@ func (n *Nemesis) one(ctx context.Context, k Kind) {
 	if n.c.Net != nil {
 		ip = n.c.Net.RootIP
 	}
-	partition := func(peers ...Peer) {
-		target, detail = aname, "direction "+string(dir)
-		var r *Rules
-		r, err = n.c.Net.Partition(ctx, agent, dir, peers...)
-		heal = r.Heal
+	// group is the agents a partition cuts off: agent alone or, as often,
+	// a random set of one to all of them (a majority of the agents cut off
+	// from PostgreSQL, say); for partition-agents, a minority or majority
+	// from the rest.
+	group := []int{agent}
+	if n.rng.IntN(2) == 1 {
+		group = n.rng.Perm(len(n.c.Agents))[:1+n.rng.IntN(len(n.c.Agents))]
+		slices.Sort(group)
 	}
+	partition := func(peersOf func(i int) []Peer) {
+		names := make([]string, len(group))
+		var all []*Rules
+		for j, i := range group {
+			names[j] = fmt.Sprintf("agent%d", i)
+			if err != nil {
+				continue
+			}
+			var r *Rules
+			r, err = n.c.Net.Partition(ctx, i, dir, peersOf(i)...)
+			all = append(all, r)
+		}
+		target, detail = strings.Join(names, ","), "direction "+string(dir)
+		heal = func(ctx context.Context) error {
+			var errs []error
+			for _, r := range all {
+				errs = append(errs, r.Heal(ctx))
+			}
+			return errors.Join(errs...)
+		}
+	}
+	fixed := func(p Peer) func(int) []Peer { return func(int) []Peer { return []Peer{p} } }
 	process := func(t Target, pause bool) {
 		target = t.Name()
 		if pause {
@@ -224,19 +251,24 @@ func (n *Nemesis) one(ctx context.Context, k Kind) {
 	}
 	switch k {
 	case PartitionPostgres:
-		partition(Peer{IP: ip, RemotePort: n.c.PGPort})
+		partition(fixed(Peer{IP: ip, RemotePort: n.c.PGPort}))
 	case PartitionMinIO:
-		partition(Peer{IP: ip, RemotePort: n.c.MinIOPort})
+		partition(fixed(Peer{IP: ip, RemotePort: n.c.MinIOPort}))
 	case PartitionClients:
-		partition(Peer{IP: ip, LocalPort: n.c.KafkaPort})
+		partition(fixed(Peer{IP: ip, LocalPort: n.c.KafkaPort}))
 	case PartitionAgents:
-		var peers []Peer
-		for i := range n.c.Agents {
-			if i != agent {
-				peers = append(peers, Peer{IP: n.c.Net.AgentIP(i)})
-			}
+		if len(group) == len(n.c.Agents) {
+			group = group[:len(group)-1] // someone must be on the other side
 		}
-		partition(peers...)
+		partition(func(int) []Peer {
+			var peers []Peer
+			for i := range n.c.Agents {
+				if !slices.Contains(group, i) {
+					peers = append(peers, Peer{IP: n.c.Net.AgentIP(i)})
+				}
+			}
+			return peers
+		})
 	case Loss:
 		p := 0.05 + 0.25*n.rng.Float64()
 		target, detail = aname, fmt.Sprintf("loss %.0f%%", p*100)

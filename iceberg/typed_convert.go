@@ -440,6 +440,9 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[
 	default:
 		err = b.addAvro(r, n, payload)
 	}
+	if errors.Is(err, errAppend) {
+		return false, fmt.Errorf("schema %s: %w", key, err)
+	}
 	if err != nil {
 		return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %s: %v", key, err))
 	}

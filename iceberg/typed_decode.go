@@ -41,10 +41,15 @@ func decodeAvro(n *avroNode, payload []byte, cols func(int) array.Builder) error
 	if err := d.record(n, nil, cols); err != nil {
 		// The payload decoded a moment ago: only a builder of the wrong
 		// type gets here, a bug, not a bad record.
-		panic(fmt.Sprintf("iceberg: appending a checked Avro value: %v", err))
+		return fmt.Errorf("%w: %v", errAppend, err)
 	}
 	return nil
 }
+
+// errAppend is a checked value that did not fit the builders (a column
+// of an unexpected type): a bug that fails the cycle, whose batch is
+// then half appended; never a dead letter.
+var errAppend = errors.New("appending a checked value")
 
 func (d *avroDecoder) long() (int64, error) {
 	v, n := binary.Uvarint(d.buf[d.pos:])

@@ -361,7 +361,10 @@ func decodeJSON(n *jsonNode, payload []byte, as *arrow.Schema, cols func(int) ar
 	if err := jsonFields(n, obj, index, nil, 0, -1); err != nil {
 		return err
 	}
-	return jsonFields(n, obj, index, cols, as.NumFields(), skip)
+	if err := jsonFields(n, obj, index, cols, as.NumFields(), skip); err != nil {
+		return fmt.Errorf("%w: %v", errAppend, err)
+	}
+	return nil
 }
 
 // jsonFields checks (child nil) or appends an object's properties to the

@@ -158,12 +158,25 @@ func decodeProto(md protoreflect.MessageDescriptor, payload []byte, as *arrow.Sc
 	if err := (proto.UnmarshalOptions{RecursionLimit: 100}).Unmarshal(payload, msg); err != nil {
 		return fmt.Errorf("not a %s: %w", md.FullName(), err)
 	}
-	appendProtoFields(msg, func(name string) int {
-		if idx := as.FieldIndices(name); len(idx) == 1 {
-			return idx[0]
+	return appendChecked(func() {
+		appendProtoFields(msg, func(name string) int {
+			if idx := as.FieldIndices(name); len(idx) == 1 {
+				return idx[0]
+			}
+			return -1
+		}, cols, as.NumFields(), skip)
+	})
+}
+
+// appendChecked runs an append of a decoded value, whose failures (must)
+// are bugs: errAppend, which fails the cycle rather than the process.
+func appendChecked(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", errAppend, p)
 		}
-		return -1
-	}, cols, as.NumFields(), skip)
+	}()
+	f()
 	return nil
 }
 

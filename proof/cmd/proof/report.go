@@ -116,6 +116,16 @@ func (r report) markdown(histNote string) []byte {
 		fmt.Fprintf(&b, "The workload ended with an error (what it recorded was checked): `%v`\n\n", r.workloadErr)
 	}
 	checker.WriteMarkdown(&b, r.out.Check)
+	var worst *checker.Lag
+	for _, l := range checker.RealtimeLags(r.h) {
+		if time.Duration(l.Time) < r.cfg.Duration && (worst == nil || l.Lag > worst.Lag) {
+			worst = &l
+		}
+	}
+	if worst != nil {
+		fmt.Fprintf(&b, "\nWorst realtime lag during the run, the final reads left out: %v (op %d, process %d, key %d, at %v).\n",
+			time.Duration(worst.Lag).Round(time.Millisecond), worst.Op, worst.Process, worst.Key, time.Duration(worst.Time).Round(time.Second))
+	}
 	b.WriteString("\n## The Iceberg tables as one more reader\n\n")
 	if ic := r.out.Iceberg; ic == nil {
 		b.WriteString("Not checked (-iceberg=false).\n")
@@ -149,6 +159,7 @@ func (r report) markdown(histNote string) []byte {
 	for _, e := range r.timeline {
 		fmt.Fprintf(&b, "| %.1fs | %s | `%s` | %s | %s | %s |\n", e.At.Seconds(), e.Action, e.Kind, e.Target, e.Detail, e.Err)
 	}
+	b.WriteString(scopeAndLimits)
 	b.WriteString("\n## Files\n\n- `result.json`: the parameters, the checker's full result, the Iceberg comparison and the timeline.\n")
 	if histNote != "" {
 		b.WriteString("- `history.jsonl.gz`: the history; `gunzip -c docs/proof/history.jsonl.gz | go run ./proof/cmd/checkhistory` checks it again.\n")
@@ -269,3 +280,36 @@ func (r report) latencyTable(window time.Duration) string {
 	}
 	return b.String()
 }
+
+// scopeAndLimits is what a run does not show, in every report.
+const scopeAndLimits = `
+## Scope and known limits
+
+- **One fault at a time.** Each fault is held, then healed, with a quiet gap before the next; a
+  partition may cut off several agents at once, but two kinds never overlap.
+- **Latency faults.** ` + "`delay`" + ` (tc netem) is left out where the kernel has no netem
+  (this machine's has none); ` + "`loss`" + ` drops packets with iptables' statistic match instead.
+- **What is partitioned.** Agents only, each in its own network namespace. PostgreSQL, MinIO, the
+  compactor and the clients share the root namespace: they are killed, paused and restarted, not
+  partitioned from one another.
+- **Clocks are not skewed.** Leases, heartbeats and their expiry come from PostgreSQL's now(),
+  and an agent trusts a lease for a span measured on Go's monotonic clock, so neither depends on
+  an agent's wall clock. Two decisions do compare wall clocks of different machines:
+  transaction timeouts (a transaction's start is written from its coordinator's clock and read
+  against another agent's after a coordinator moves, agent/txn_coordinator.go: an agent ahead
+  aborts a live transaction early and fences its producer, one behind keeps a hung one open
+  longer; liveness, not safety; and completing a stuck Prepare state compares an agent's clock
+  with PostgreSQL's updated_at, which changes when it happens, under the lease, not whether), and
+  the compactor's orphan collection (compactor/gc.go deletes unreferenced objects whose MinIO
+  LastModified is older than the compactor's now minus --grace, 1h: a compactor clock more than
+  the grace ahead of MinIO's could delete an object an agent has written but not yet committed,
+  losing acknowledged records). libfaketime cannot skew a Go binary (Go reads the clock through
+  the vDSO, not libc) and Linux time namespaces do not offset the wall clock, so these are
+  documented, not tested.
+- **The tables.** Topics are converted by the compactor's --iceberg-default; rows are compared
+  by partition, offset and value (the workload's records carry nothing else).
+- **Realtime lag.** The worst realtime lag is usually the final reader's first poll: it reads
+  every partition from offset 0 after the run, so its lag is the run's length.
+- **Replays.** A seed replays the workload's and the nemesis's choices, not the machine's timing;
+  the run shares two cores with other work.
+`

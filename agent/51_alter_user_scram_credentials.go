@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/sasl"
 	"floe/kafkaproto"
 	"floe/metadata"
 )
@@ -84,9 +85,9 @@ func (a *Agent) handleAlterUserScramCredentials(ctx context.Context, r *request)
 			fail(u.Name, kerr.UnacceptableCredential, "Username must not be empty")
 		case mech == "":
 			fail(u.Name, kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
-		case u.Iterations < scramMinIterations:
+		case u.Iterations < sasl.ScramMinIterations:
 			fail(u.Name, kerr.UnacceptableCredential, "Too few iterations")
-		case u.Iterations > scramMaxIterations:
+		case u.Iterations > sasl.ScramMaxIterations:
 			fail(u.Name, kerr.UnacceptableCredential, "Too many iterations")
 		case len(u.Salt) == 0:
 			fail(u.Name, kerr.UnacceptableCredential, "Salt must not be empty")
@@ -96,7 +97,7 @@ func (a *Agent) handleAlterUserScramCredentials(ctx context.Context, r *request)
 		if _, done := results[u.Name]; done {
 			continue
 		}
-		c, err := scramFromSalted(u.Name, mech, u.Salt, u.SaltedPassword, u.Iterations)
+		c, err := sasl.ScramFromSalted(u.Name, mech, u.Salt, u.SaltedPassword, u.Iterations)
 		if err == nil {
 			err = a.store.UpsertScramCredential(ctx, c)
 		}

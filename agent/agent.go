@@ -18,6 +18,7 @@ import (
 	"floe/agent/internal/authz"
 	"floe/agent/internal/budget"
 	"floe/agent/internal/readahead"
+	"floe/agent/internal/sasl"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -55,12 +56,12 @@ type Agent struct {
 	self  metadata.Agent
 	lns   []*listener    // the Kafka listeners, in configured order
 	tls   *tlsFiles      // the TLS listeners' certificates
-	oauth *oauthVerifier // checks OAUTHBEARER tokens; nil without a JWKS
+	oauth *sasl.Verifier // checks OAUTHBEARER tokens; nil without a JWKS
 	// peerSecret signs and checks the shared read cache's peer requests
 	// (peer_auth.go); nil on an agent without secured listeners.
 	peerSecret []byte
 	// authFails counts failed SASL authentications by remote address.
-	authFails authFailures
+	authFails sasl.Failures
 	httpLn    net.Listener
 	httpSv    *http.Server
 	// regLn and regSv are the schema registry's own listener (registry.go).
@@ -193,7 +194,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	if a.cfg.Security.OAuth.JWKS != "" {
-		if a.oauth, err = newOAuthVerifier(ctx, a.cfg.Security.OAuth, a.log); err != nil {
+		if a.oauth, err = sasl.NewVerifier(ctx, a.cfg.Security.OAuth, a.log); err != nil {
 			return err
 		}
 	}
@@ -256,7 +257,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	go a.heartbeatLoop()
 	if a.oauth != nil {
 		a.wg.Add(1)
-		go func() { defer a.wg.Done(); a.oauth.refreshLoop(a.ctx) }()
+		go func() { defer a.wg.Done(); a.oauth.RefreshLoop(a.ctx) }()
 	}
 	a.wg.Add(1)
 	go a.coord.run()

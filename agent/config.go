@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"floe/agent/internal/sasl"
 	"floe/kafkaproto"
 	"floe/topicconfig"
 )
@@ -291,16 +292,6 @@ type SecurityConfig struct {
 	OAuth OAuthConfig
 }
 
-// OAuthConfig is how OAUTHBEARER tokens (JWTs) are checked: signed by a
-// key of the JWKS, from Issuer, for Audience, not expired.
-type OAuthConfig struct {
-	// JWKS is a JSON Web Key Set: a file, or an http(s) URL fetched at
-	// start and again every JWKSRefresh.
-	JWKS        string
-	JWKSRefresh time.Duration
-	Issuer      string
-	Audience    string
-	// SubClaim names the claim whose value is the principal's name
-	// (Kafka's sasl.oauthbearer.sub.claim.name, "sub").
-	SubClaim string
-}
+// OAuthConfig is how OAUTHBEARER tokens (JWTs) are checked (package
+// agent/internal/sasl).
+type OAuthConfig = sasl.OAuthConfig

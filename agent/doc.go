@@ -94,9 +94,12 @@
 //
 // Security: who a connection is and what it may do.
 //   - tls.go: TLS listeners, certificates reloaded from their files.
-//   - sasl.go: the SASL exchange, PLAIN, failures per address.
-//   - scram.go: SCRAM-SHA-256/512.
-//   - oauth.go: OAUTHBEARER, tokens checked against a JWKS.
+//   - sasl.go: SASL on a connection: handshakes, sessions and
+//     re-authentication (KIP-368), the exchange driven by the reader.
+//   - internal/sasl/sasl.go, internal/sasl/scram.go, internal/sasl/oauth.go:
+//     package agent/internal/sasl, the mechanisms' server side (SCRAM,
+//     PLAIN, OAUTHBEARER against a JWKS), the SCRAM credentials and the
+//     failed attempts per address.
 //   - principal.go: a connection's principal, re-authentication (KIP-368).
 //   - 17_sasl_handshake.go, 36_sasl_authenticate.go: the SASL APIs.
 //   - authz.go: the helpers handlers call to authorize.
@@ -152,7 +155,7 @@
 // Leaves (nothing is taken under them): Agent.viewMu, Agent.connMu,
 // broadcaster.mu, authz.Authorizer.loadMu, authz.Cache.mu, batcher.mu,
 // coordinator.mu, txnCoordinator.mu, heads.mu, lagMonitor.mu, limits.mu,
-// oauthVerifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, authFailures.mu,
+// sasl.Verifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, sasl.Failures.mu,
 // shares.mu, tlsFiles.mu, topicCache.mu and budget.Budget.mu (its OnWait
 // callback must not lock).
 //

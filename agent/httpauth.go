@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"floe/agent/internal/sasl"
 )
 
 // httpAuthRequired reports whether the HTTP endpoints need credentials:
@@ -51,7 +53,7 @@ func (a *Agent) requireAuth(h http.Handler) http.Handler {
 		if host, _, err := net.SplitHostPort(ip); err == nil {
 			ip = host
 		}
-		if !a.authFails.allow(ip) {
+		if !a.authFails.Allow(ip) {
 			a.limitHit("sasl.failed.authentications", "remote", r.RemoteAddr, "http", r.URL.Path)
 			unauthorized(w, "too many failed authentications from "+ip)
 			return
@@ -60,15 +62,15 @@ func (a *Agent) requireAuth(h http.Handler) http.Handler {
 		defer cancel()
 		id, mech, err := a.httpIdentity(ctx, r)
 		if err != nil {
-			a.authFails.failed(ip)
+			a.authFails.Failed(ip)
 			a.metrics.authFailures.WithLabelValues("HTTP " + mech).Inc()
 			a.log.Warn("HTTP authentication failed", "remote", r.RemoteAddr, "path", r.URL.Path, "mechanism", mech, "err", err)
 			time.Sleep(failedAuthDelay)
 			unauthorized(w, err.Error())
 			return
 		}
-		a.authFails.succeeded(ip)
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, id.principal)))
+		a.authFails.Succeeded(ip)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, id.Principal)))
 	})
 }
 
@@ -81,15 +83,15 @@ func (a *Agent) httpIdentity(ctx context.Context, r *http.Request) (*identity, s
 		if !ok || user == "" {
 			return nil, "Basic", errors.New("malformed Basic credentials")
 		}
-		if err := checkPassword(ctx, a.store, user, pass); err != nil {
+		if err := sasl.CheckPassword(ctx, a.store, user, pass); err != nil {
 			return nil, "Basic", errors.New("invalid username or password")
 		}
-		return &identity{principal: "User:" + user}, "Basic", nil
+		return &identity{Principal: "User:" + user}, "Basic", nil
 	case strings.EqualFold(scheme, "Bearer"):
 		if a.oauth == nil {
 			return nil, "Bearer", errors.New("bearer tokens are not accepted: no OAUTHBEARER key set is configured")
 		}
-		id, err := a.oauth.verify(ctx, strings.TrimSpace(cred))
+		id, err := a.oauth.Verify(ctx, strings.TrimSpace(cred))
 		if err != nil {
 			return nil, "Bearer", errors.New("invalid token: " + err.Error())
 		}

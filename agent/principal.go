@@ -7,7 +7,8 @@ package agent
 
 import (
 	"sync/atomic"
-	"time"
+
+	"floe/agent/internal/sasl"
 )
 
 // anonymous is the principal of an unauthenticated connection, as Kafka
@@ -15,15 +16,9 @@ import (
 const anonymous = "User:ANONYMOUS"
 
 // identity is what a connection authenticated as.
-type identity struct {
-	// principal in Kafka's "Type:name" form, e.g. "User:alice".
-	principal string
-	// expires is when the credential that proved it ends (an OAUTHBEARER
-	// token's expiry), zero when it does not.
-	expires time.Time
-}
+type identity = sasl.Identity
 
-var anonymousIdentity = &identity{principal: anonymous}
+var anonymousIdentity = &identity{Principal: anonymous}
 
 // connIdentity holds a connection's identity; the zero value is anonymous.
 type connIdentity struct{ p atomic.Pointer[identity] }
@@ -38,7 +33,7 @@ func (ci *connIdentity) get() *identity {
 func (ci *connIdentity) set(id *identity) { ci.p.Store(id) }
 
 // principal is the Kafka principal the connection's requests run as.
-func (c *conn) principal() string { return c.id.get().principal }
+func (c *conn) principal() string { return c.id.get().Principal }
 
 // host is the address the connection comes from, without its port: the
 // host ACLs match.

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	floesasl "floe/agent/internal/sasl"
 	"floe/internal/testpki"
 )
 
@@ -360,12 +361,12 @@ func TestFailedAuthenticationsRateLimited(t *testing.T) {
 	sa := newSecureAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for range authFailBurst {
+	for range floesasl.FailBurst {
 		roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")), kgo.SASL(plain.Auth{User: "alice", Pass: "guess"}.AsMechanism()))
 	}
 	err := roundTrip(t, ctx, kgo.SeedBrokers(sa.addr(t, "SASL_PLAINTEXT")), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()))
 	if err == nil || !strings.Contains(err.Error(), "too many failed authentications") {
-		t.Fatalf("right password right after %d failures: %v, want refused", authFailBurst, err)
+		t.Fatalf("right password right after %d failures: %v, want refused", floesasl.FailBurst, err)
 	}
 	if n := counterValue(t, sa.metrics.limitHits.WithLabelValues("sasl.failed.authentications")); n < 1 {
 		t.Fatalf("limit hits %v", n)

@@ -183,7 +183,7 @@ func (c *conn) tlsHandshake() bool {
 		return false
 	}
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 && !c.ln.cfg.usesSASL() {
-		c.id.set(&identity{principal: "User:" + certs[0].Subject.String()})
+		c.id.set(&identity{Principal: "User:" + certs[0].Subject.String()})
 	}
 	return true
 }

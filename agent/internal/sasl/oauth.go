@@ -1,4 +1,4 @@
-package agent
+package sasl
 
 // SASL/OAUTHBEARER (RFC 7628, KIP-255): the client sends a bearer token,
 // a JWT, which is accepted when signed by a key of the configured JSON Web
@@ -28,6 +28,20 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
+// OAuthConfig is how OAUTHBEARER tokens (JWTs) are checked: signed by a
+// key of the JWKS, from Issuer, for Audience, not expired.
+type OAuthConfig struct {
+	// JWKS is a JSON Web Key Set: a file, or an http(s) URL fetched at
+	// start and again every JWKSRefresh.
+	JWKS        string
+	JWKSRefresh time.Duration
+	Issuer      string
+	Audience    string
+	// SubClaim names the claim whose value is the principal's name
+	// (Kafka's sasl.oauthbearer.sub.claim.name, "sub").
+	SubClaim string
+}
+
 // oauthAlgorithms are the signature algorithms tokens may use (no "none",
 // no symmetric keys: the key set is public).
 var oauthAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
@@ -37,8 +51,8 @@ var oauthAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS5
 // sasl.oauthbearer.clock.skew.seconds is 30).
 const oauthClockSkew = 30 * time.Second
 
-// oauthVerifier checks bearer tokens against the key set.
-type oauthVerifier struct {
+// Verifier checks bearer tokens against the key set.
+type Verifier struct {
 	cfg  OAuthConfig
 	log  *slog.Logger
 	http *http.Client
@@ -48,26 +62,27 @@ type oauthVerifier struct {
 	fetchedAt time.Time
 }
 
-func newOAuthVerifier(ctx context.Context, cfg OAuthConfig, log *slog.Logger) (*oauthVerifier, error) {
+// NewVerifier loads cfg's key set.
+func NewVerifier(ctx context.Context, cfg OAuthConfig, log *slog.Logger) (*Verifier, error) {
 	if cfg.SubClaim == "" {
 		cfg.SubClaim = "sub"
 	}
 	if cfg.JWKSRefresh <= 0 {
 		cfg.JWKSRefresh = time.Hour
 	}
-	v := &oauthVerifier{cfg: cfg, log: log, http: &http.Client{Timeout: 10 * time.Second}}
+	v := &Verifier{cfg: cfg, log: log, http: &http.Client{Timeout: 10 * time.Second}}
 	if err := v.load(ctx); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-func (v *oauthVerifier) isURL() bool {
+func (v *Verifier) isURL() bool {
 	return strings.HasPrefix(v.cfg.JWKS, "http://") || strings.HasPrefix(v.cfg.JWKS, "https://")
 }
 
 // load reads the key set again.
-func (v *oauthVerifier) load(ctx context.Context) error {
+func (v *Verifier) load(ctx context.Context) error {
 	var raw []byte
 	var err error
 	if v.isURL() {
@@ -88,7 +103,7 @@ func (v *oauthVerifier) load(ctx context.Context) error {
 	return nil
 }
 
-func (v *oauthVerifier) fetch(ctx context.Context) ([]byte, error) {
+func (v *Verifier) fetch(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.JWKS, nil)
 	if err != nil {
 		return nil, err
@@ -104,8 +119,8 @@ func (v *oauthVerifier) fetch(ctx context.Context) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 }
 
-// refreshLoop fetches a URL key set every JWKSRefresh until ctx ends.
-func (v *oauthVerifier) refreshLoop(ctx context.Context) {
+// RefreshLoop fetches a URL key set every JWKSRefresh until ctx ends.
+func (v *Verifier) RefreshLoop(ctx context.Context) {
 	if !v.isURL() {
 		return
 	}
@@ -125,7 +140,7 @@ func (v *oauthVerifier) refreshLoop(ctx context.Context) {
 
 // key returns the keys named kid, fetching the set again (at most once a
 // minute) when it holds none.
-func (v *oauthVerifier) key(ctx context.Context, kid string) []jose.JSONWebKey {
+func (v *Verifier) key(ctx context.Context, kid string) []jose.JSONWebKey {
 	v.mu.Lock()
 	ks, stale := v.keys.Key(kid), time.Since(v.fetchedAt) > time.Minute
 	v.mu.Unlock()
@@ -141,8 +156,8 @@ func (v *oauthVerifier) key(ctx context.Context, kid string) []jose.JSONWebKey {
 	return v.keys.Key(kid)
 }
 
-// verify checks a token and returns who it names and until when.
-func (v *oauthVerifier) verify(ctx context.Context, token string) (*identity, error) {
+// Verify checks a token and returns who it names and until when.
+func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) {
 	tok, err := jwt.ParseSigned(token, oauthAlgorithms)
 	if err != nil {
 		return nil, fmt.Errorf("malformed token: %w", err)
@@ -176,21 +191,21 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (*identity, er
 	if sub == "" {
 		return nil, fmt.Errorf("token has no %s claim", v.cfg.SubClaim)
 	}
-	return &identity{principal: "User:" + sub, expires: std.Expiry.Time()}, nil
+	return &Identity{Principal: "User:" + sub, Expires: std.Expiry.Time()}, nil
 }
 
 // oauthExchange is one OAUTHBEARER run: a single client message.
 type oauthExchange struct {
-	v  *oauthVerifier
-	id *identity
+	v  *Verifier
+	id *Identity
 }
 
-func (e *oauthExchange) step(ctx context.Context, msg []byte) ([]byte, bool, error) {
+func (e *oauthExchange) Step(ctx context.Context, msg []byte) ([]byte, bool, error) {
 	token, err := bearerToken(msg)
 	if err != nil {
 		return nil, false, authFailedf("Authentication failed: %v", err)
 	}
-	id, err := e.v.verify(ctx, token)
+	id, err := e.v.Verify(ctx, token)
 	if err != nil {
 		return nil, false, authFailedf("Authentication failed: invalid token: %v", err)
 	}
@@ -198,7 +213,7 @@ func (e *oauthExchange) step(ctx context.Context, msg []byte) ([]byte, bool, err
 	return nil, true, nil
 }
 
-func (e *oauthExchange) identity() *identity { return e.id }
+func (e *oauthExchange) Identity() *Identity { return e.id }
 
 // bearerToken is the token of an OAUTHBEARER client message:
 // gs2-header, then \x01-separated key=value pairs (auth=Bearer <token>,

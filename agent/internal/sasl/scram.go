@@ -1,4 +1,4 @@
-package agent
+package sasl
 
 // SCRAM credentials (RFC 5802, RFC 7677): what the server keeps of a
 // password, derived once from the salted password, whether the salted
@@ -29,10 +29,11 @@ const (
 	ScramSHA512 = "SCRAM-SHA-512"
 )
 
-// Kafka's bounds on SCRAM iterations (ScramMechanism min/max).
+// ScramMinIterations and ScramMaxIterations are Kafka's bounds on SCRAM
+// iterations (ScramMechanism min/max).
 const (
-	scramMinIterations = 4096
-	scramMaxIterations = 16384
+	ScramMinIterations = 4096
+	ScramMaxIterations = 16384
 )
 
 // scramHash is the hash of a SCRAM mechanism, nil for another name.
@@ -46,8 +47,8 @@ func scramHash(mechanism string) func() hash.Hash {
 	return nil
 }
 
-// scramFromSalted derives the stored credential from a salted password.
-func scramFromSalted(user, mechanism string, salt, salted []byte, iterations int32) (metadata.ScramCredential, error) {
+// ScramFromSalted derives the stored credential from a salted password.
+func ScramFromSalted(user, mechanism string, salt, salted []byte, iterations int32) (metadata.ScramCredential, error) {
 	h := scramHash(mechanism)
 	if h == nil {
 		return metadata.ScramCredential{}, fmt.Errorf("unknown SCRAM mechanism %q", mechanism)
@@ -83,8 +84,8 @@ func NewScramCredential(user, mechanism, password string, iterations int32) (met
 	if user == "" {
 		return metadata.ScramCredential{}, errors.New("empty user name")
 	}
-	if iterations < scramMinIterations || iterations > scramMaxIterations {
-		return metadata.ScramCredential{}, fmt.Errorf("iterations %d: must be within %d–%d", iterations, scramMinIterations, scramMaxIterations)
+	if iterations < ScramMinIterations || iterations > ScramMaxIterations {
+		return metadata.ScramCredential{}, fmt.Errorf("iterations %d: must be within %d–%d", iterations, ScramMinIterations, ScramMaxIterations)
 	}
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt)
@@ -92,16 +93,16 @@ func NewScramCredential(user, mechanism, password string, iterations int32) (met
 	if err != nil {
 		return metadata.ScramCredential{}, err
 	}
-	return scramFromSalted(user, mechanism, salt, salted, iterations)
+	return ScramFromSalted(user, mechanism, salt, salted, iterations)
 }
 
-// errBadPassword: no credential of the user matches the password.
-var errBadPassword = errors.New("invalid username or password")
+// ErrBadPassword: no credential of the user matches the password.
+var ErrBadPassword = errors.New("invalid username or password")
 
-// checkPassword checks a password against user's SCRAM credentials (the
+// CheckPassword checks a password against user's SCRAM credentials (the
 // strongest mechanism first): floe has one user database, which SASL/PLAIN
 // and HTTP basic authentication use too.
-func checkPassword(ctx context.Context, store metadata.CredentialStore, user, password string) error {
+func CheckPassword(ctx context.Context, store Credentials, user, password string) error {
 	for _, mech := range []string{ScramSHA512, ScramSHA256} {
 		c, err := store.ScramCredential(ctx, user, mech)
 		if errors.Is(err, metadata.ErrNotFound) {
@@ -112,16 +113,16 @@ func checkPassword(ctx context.Context, store metadata.CredentialStore, user, pa
 		}
 		salted, err := saltPassword(mech, password, c.Salt, c.Iterations)
 		if err != nil {
-			return errBadPassword
+			return ErrBadPassword
 		}
-		want, err := scramFromSalted(user, mech, c.Salt, salted, c.Iterations)
+		want, err := ScramFromSalted(user, mech, c.Salt, salted, c.Iterations)
 		if err != nil {
 			return err
 		}
 		if hmac.Equal(want.StoredKey, c.StoredKey) {
 			return nil
 		}
-		return errBadPassword
+		return ErrBadPassword
 	}
-	return errBadPassword
+	return ErrBadPassword
 }

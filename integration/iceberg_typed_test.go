@@ -81,7 +81,8 @@ func (o typedOrder) row(offset int64) string {
 // registry becomes a table with a typed column per Avro field: iceberg-go
 // through the REST catalog and DuckDB over the snapshot's Parquet files
 // read every field as produced; an unframed record and one with an
-// unregistered id land in the dead-letter table, and nothing else does.
+// unregistered id land in the dead-letter table, and nothing else does:
+// an aborted transaction's records are in neither.
 func TestIcebergTypedAvro(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
@@ -127,13 +128,36 @@ func TestIcebergTypedAvro(t *testing.T) {
 		}
 		want[r.Offset] = o.row(r.Offset)
 	}
+	// An aborted transaction's records, framed or not, are in neither table.
+	txn, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID("typed-abort"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	aborted, err := serde.Encode(typedOrder{ID: -1, Item: "aborted", Amount: big.NewRat(1, 1), Placed: placed, Day: placed.Truncate(24 * time.Hour),
+		Status: "NEW", Customer: typedCustomer{Name: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: aborted}, &kgo.Record{Value: []byte("aborted, not framed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
 	bad := map[int64]string{}
-	for _, v := range [][]byte{[]byte("not framed"), {0, 0, 1, 0x86, 0xa0, 2}} {
+	wantReasons := map[int64]string{}
+	for i, v := range [][]byte{[]byte("not framed"), {0, 0, 1, 0x86, 0xa0, 2}} {
 		r, err := cl.ProduceSync(ctx, &kgo.Record{Value: v}).First()
 		if err != nil {
 			t.Fatal(err)
 		}
 		bad[r.Offset] = string(v)
+		wantReasons[r.Offset] = []string{"unframed", "unknown_schema"}[i]
 	}
 
 	cat, err := rest.NewCatalog(ctx, "floe", "http://"+dev.HTTPAddr+"/iceberg")
@@ -167,8 +191,8 @@ func TestIcebergTypedAvro(t *testing.T) {
 			reasons[offs.Value(i)] = strings.SplitN(errs.Value(i), ":", 2)[0]
 		}
 	}
-	if fmt.Sprint(reasons) != fmt.Sprintf("map[%d:unframed %d:unknown_schema]", n, n+1) {
-		t.Errorf("dead letters %v", reasons)
+	if fmt.Sprint(reasons) != fmt.Sprint(wantReasons) {
+		t.Errorf("dead letters %v, want %v", reasons, wantReasons)
 	}
 
 	// DuckDB, over the same snapshot's Parquet files.

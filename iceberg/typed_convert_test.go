@@ -378,3 +378,51 @@ func TestTypedAvroAlias(t *testing.T) {
 		t.Errorf("rows\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestTypedCompaction: maintenance compacts a typed table's small files,
+// written under three schemas (a column added, a type promoted), into
+// files of the current schema, every row kept.
+func TestTypedCompaction(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix, ConfigPartitionSpec: ""})
+	e.conv.cfg.Maintenance = DefaultMaintenanceConfig()
+	e.conv.cfg.Maintenance.CompactMinFiles = 2
+	v1 := e.register(orderV1)
+	v2 := e.register(orderV2)
+	var want []string
+	for i := range 6 {
+		if i < 3 {
+			e.produce(frame(t, v1, orderV1, map[string]any{"id": i, "item": fmt.Sprint("i", i)}))
+			want = append(want, fmt.Sprintf(`{"_kafka":{"offset":%d},"id":%d,"item":"i%d","note":null}`, i, i, i))
+		} else {
+			e.produce(frame(t, v2, orderV2, map[string]any{"id": int64(i), "item": fmt.Sprint("i", i), "note": "n"}))
+			want = append(want, fmt.Sprintf(`{"_kafka":{"offset":%d},"id":%d,"item":"i%d","note":"n"}`, i, i, i))
+		}
+		if err := e.cycle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ := e.conv.cat.Load(e.ctx, "orders")
+	before, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := metadata.AcquireJobLease(e.ctx, e.store, "iceberg/orders", "test", time.Minute)
+	if err != nil || l == nil {
+		t.Fatal(err)
+	}
+	defer l.Release(e.ctx)
+	if err := e.conv.Maintain(e.ctx, l, e.topic); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = e.conv.cat.Load(e.ctx, "orders")
+	after, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) >= len(before) {
+		t.Errorf("%d data files before compaction, %d after", len(before), len(after))
+	}
+	if got := e.rows(tbl, "_kafka.offset", "id", "item", "note"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after compaction\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"floe/agent/internal/authz"
 	"floe/agent/internal/budget"
+	"floe/agent/internal/peercache"
 	"floe/agent/internal/readahead"
 	"floe/agent/internal/sasl"
 	"floe/metadata"
@@ -35,7 +36,7 @@ type Agent struct {
 	store   metadata.Store
 	bucket  storage.Bucket // instrumented with metrics
 	cache   *storage.Cache
-	peers   *peerBucket // under cache: the zone's shared read cache
+	peers   *peercache.Bucket // under cache: the zone's shared read cache
 	metrics *metrics
 	batcher *batcher
 	topics  *topicCache
@@ -57,9 +58,9 @@ type Agent struct {
 	lns   []*listener    // the Kafka listeners, in configured order
 	tls   *tlsFiles      // the TLS listeners' certificates
 	oauth *sasl.Verifier // checks OAUTHBEARER tokens; nil without a JWKS
-	// peerSecret signs and checks the shared read cache's peer requests
-	// (peer_auth.go); nil on an agent without secured listeners.
-	peerSecret []byte
+	// signer signs and checks the shared read cache's peer requests; its
+	// secret is nil on an agent without secured listeners.
+	signer *peercache.Signer
 	// authFails counts failed SASL authentications by remote address.
 	authFails sasl.Failures
 	httpLn    net.Listener
@@ -132,7 +133,11 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		stopping:   make(chan struct{}),
 	}
 	a.bucket = storage.NewMetered(bucket, m.observeBucket)
-	a.peers = newPeerBucket(a, a.bucket)
+	a.signer = &peercache.Signer{ID: a.id}
+	a.peers = peercache.New(peercache.Config{Self: a.id, Zone: cfg.Zone, Enabled: cfg.ReadCachePeers, Live: a.liveAgents,
+		Signer: a.signer, Log: a.log, Refused: func(r *http.Request, err error) {
+			a.limitHit("peer.authentication", "remote", r.RemoteAddr, "err", err)
+		}}, a.bucket, m.reg)
 	a.cache = storage.NewCache(a.peers, cfg.CacheBytes)
 	m.registerCache(a.cache)
 	a.ahead = readahead.New(readahead.Config{Bytes: cfg.ReadAheadBytes, Workers: cfg.ReadAheadConcurrency,
@@ -244,7 +249,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	context.AfterFunc(a.ctx, a.peers.closeIdle)
+	context.AfterFunc(a.ctx, a.peers.CloseIdle)
 	a.batcher.start()
 	if a.ahead != nil {
 		a.ahead.Start(a.ctx, &a.wg)

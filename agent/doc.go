@@ -50,9 +50,12 @@
 //   - internal/readahead/readahead.go: package agent/internal/readahead,
 //     read-ahead for consumers catching up, over one index look-up and
 //     the read cache.
-//   - peer_cache.go: the zone's shared read cache over the agents' HTTP ports.
-//   - peer_auth.go: how agents prove to each other that they belong to the
-//     cluster before the peer cache hands out bytes.
+//   - peer_cache.go: the agent's side of the zone's shared read cache: the
+//     peer secret, the HTTP address peers reach.
+//   - internal/peercache/peercache.go, internal/peercache/signer.go: package
+//     agent/internal/peercache, the shared read cache over the agents' HTTP
+//     ports and how agents prove to each other that they belong to the
+//     cluster before it hands out bytes.
 //
 // Topics and configs: topics, partitions, cluster metadata and configs.
 //   - topics.go: the topic cache, auto-creation and the topic-config table.
@@ -71,7 +74,9 @@
 // Coordination: groups, transactions and who coordinates them.
 //   - leased.go: the leased owner both coordinators share: an entry per key,
 //     served only under the key's coordinator lease.
-//   - rendezvous.go: placement of keys on live agents (rendezvous hashing).
+//   - internal/ring/ring.go: package agent/internal/ring, placement of keys
+//     on live agents (rendezvous hashing), for coordinators and the peer
+//     cache.
 //   - 10_find_coordinator.go: FindCoordinator.
 //   - Classic groups: coordinator.go, coordinator_entry.go,
 //     group_configs.go, lag.go, 08_offset_commit.go, 09_offset_fetch.go,

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"floe/agent/internal/peercache"
 )
 
 // httpHandler serves /metrics, /healthz (the process is up) and /readyz
@@ -32,7 +34,7 @@ func (a *Agent) httpHandler() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mux.HandleFunc("GET "+peerRangePath, a.serveRange) // peer_cache.go
+	mux.HandleFunc("GET "+peercache.Path, a.peers.ServeRange(a.cache)) // agent/internal/peercache
 	if a.cfg.SchemaRegistry != nil {
 		mux.Handle("/schema-registry/", http.StripPrefix("/schema-registry", a.registryHandler()))
 	}

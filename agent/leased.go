@@ -29,6 +29,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"floe/agent/internal/ring"
 	"floe/metadata"
 )
 
@@ -36,7 +37,7 @@ import (
 // or a transactional id), by rendezvous hashing, so losing or adding an
 // agent moves only the keys it owned or now owns.
 func (a *Agent) coordinatorFor(key string) metadata.Agent {
-	return rendezvous(key, a.liveAgents())
+	return ring.Rendezvous(key, a.liveAgents())
 }
 
 // leaseState is the lease bookkeeping every leased entry embeds. Its mu is

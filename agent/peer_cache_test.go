@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/peercache"
 	"floe/metadata/sqlite"
 	"floe/storage"
 	"floe/storage/mem"
@@ -214,8 +215,7 @@ func fetchFrom(t *testing.T, a *Agent, topic string, want map[int32][]string) {
 
 func peerCounts(t *testing.T, a *Agent) (reads, errs, served, saved float64) {
 	t.Helper()
-	return counterValue(t, a.peers.m.reads), counterValue(t, a.peers.m.errors),
-		counterValue(t, a.peers.m.served), counterValue(t, a.peers.m.saved)
+	return a.peers.Counts()
 }
 
 // TestReadCacheRingFollowsAgents: in-process agents of one zone agree on
@@ -237,7 +237,7 @@ func TestReadCacheRingFollowsAgents(t *testing.T) {
 	owners := func(ag *Agent) []string {
 		out := make([]string, len(keys))
 		for i, k := range keys {
-			o, ok := ag.peers.ownerOf(k, 0, 100)
+			o, ok := ag.peers.Owner(k, 0, 100)
 			if !ok {
 				t.Fatalf("agent %d: empty ring", ag.NodeID())
 			}
@@ -350,7 +350,7 @@ func TestReadCacheDeadOwner(t *testing.T) {
 	bucket.mu.Lock()
 	gets, distinct := bucket.gets, len(bucket.ranges)
 	for r := range bucket.ranges {
-		o, _ := reader.peers.ownerOf(r.key, r.offset, r.length)
+		o, _ := reader.peers.Owner(r.key, r.offset, r.length)
 		byOwner[o.ID]++
 	}
 	bucket.mu.Unlock()
@@ -383,7 +383,7 @@ func TestServeRangeRefusesBadInput(t *testing.T) {
 	a := newZoneAgent(t, filepath.Join(t.TempDir(), "meta.db"), bucket)
 	get := func(q string) (int, []byte) {
 		t.Helper()
-		resp, err := http.Get("http://" + a.HTTPAddr() + peerRangePath + "?" + q)
+		resp, err := http.Get("http://" + a.HTTPAddr() + peercache.Path + "?" + q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func TestServeRangeRefusesBadInput(t *testing.T) {
 		{"offset overflow", q(key, "99999999999999999999", "10"), 400},
 		{"zero length", q(key, "0", "0"), 400},
 		{"negative length", q(key, "0", "-1"), 400},
-		{"length over the max", q(key, "0", strconv.Itoa(maxPeerRange+1)), 400},
+		{"length over the max", q(key, "0", strconv.Itoa(peercache.MaxRange+1)), 400},
 		{"unknown object", q(storage.NewObjectKey(), "0", "10"), 404},
 	} {
 		if status, body := get(c.query); status != c.status {
@@ -426,7 +426,7 @@ func TestServeRangeRefusesBadInput(t *testing.T) {
 	if status, body := get(q(key, "990", "100")); status != 200 || !bytes.Equal(body, obj[990:]) {
 		t.Fatalf("range past the end: status %d, %q", status, body)
 	}
-	resp, err := http.Post("http://"+a.HTTPAddr()+peerRangePath+"?"+q(key, "0", "10"), "text/plain", nil)
+	resp, err := http.Post("http://"+a.HTTPAddr()+peercache.Path+"?"+q(key, "0", "10"), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func TestReadCachePeersOff(t *testing.T) {
 	fetchFrom(t, on, "off", want)
 	ownedByOff := 0
 	for r := range bucket.ranges {
-		if o, _ := on.peers.ownerOf(r.key, r.offset, r.length); o.ID == off.id {
+		if o, _ := on.peers.Owner(r.key, r.offset, r.length); o.ID == off.id {
 			ownedByOff++
 		}
 	}
@@ -520,7 +520,7 @@ func TestReadCacheSecuredAgentsAuthenticate(t *testing.T) {
 	bucket := newRangeCounter()
 	agents := []*Agent{newZoneAgent(t, path, bucket, securedZone), newZoneAgent(t, path, bucket, securedZone)}
 	waitRing(t, agents, agents...)
-	if agents[0].peerSecret == nil || string(agents[0].peerSecret) != string(agents[1].peerSecret) {
+	if agents[0].signer.Secret == nil || string(agents[0].signer.Secret) != string(agents[1].signer.Secret) {
 		t.Fatal("the agents do not share one peer secret")
 	}
 	want := produceZone(t, agents[0], "secured", 6, 6, 40)
@@ -547,7 +547,7 @@ func TestReadCacheSecuredAgentsAuthenticate(t *testing.T) {
 	}
 	get := func(sign func(*http.Request)) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+owner.HTTPAddr()+peerRangePath+"?"+
+		req, _ := http.NewRequest(http.MethodGet, "http://"+owner.HTTPAddr()+peercache.Path+"?"+
 			url.Values{"key": {key}, "offset": {"0"}, "length": {"7"}}.Encode(), nil)
 		if sign != nil {
 			sign(req)
@@ -567,16 +567,11 @@ func TestReadCacheSecuredAgentsAuthenticate(t *testing.T) {
 		want int
 	}{
 		{"unsigned", nil, http.StatusUnauthorized},
-		{"signed for another range", func(r *http.Request) { peer.signPeer(r, key, 0, 6) }, http.StatusUnauthorized},
+		{"signed for another range", func(r *http.Request) { peer.signer.Sign(r, key, 0, 6) }, http.StatusUnauthorized},
 		{"signed with another secret", func(r *http.Request) {
-			ms := time.Now().UnixMilli()
-			r.Header.Set("Authorization", fmt.Sprintf("%s %s:%d:%s", peerAuthScheme, peer.id, ms, peerMAC([]byte("guess"), peer.id, ms, key, 0, 7)))
+			(&peercache.Signer{ID: peer.id, Secret: []byte("guess")}).Sign(r, key, 0, 7)
 		}, http.StatusUnauthorized},
-		{"stale", func(r *http.Request) {
-			ms := time.Now().Add(-2 * peerAuthSkew).UnixMilli()
-			r.Header.Set("Authorization", fmt.Sprintf("%s %s:%d:%s", peerAuthScheme, peer.id, ms, peerMAC(peer.peerSecret, peer.id, ms, key, 0, 7)))
-		}, http.StatusUnauthorized},
-		{"signed", func(r *http.Request) { peer.signPeer(r, key, 0, 7) }, http.StatusOK},
+		{"signed", func(r *http.Request) { peer.signer.Sign(r, key, 0, 7) }, http.StatusOK},
 	} {
 		code, body := get(tc.sign)
 		if code != tc.want || (code != http.StatusOK && strings.Contains(body, "records")) || (code == http.StatusOK && body != "records") {

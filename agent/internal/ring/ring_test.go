@@ -1,4 +1,4 @@
-package agent
+package ring
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ func TestRendezvousMovesAboutOneNth(t *testing.T) {
 	per := map[string]int{}
 	for range n {
 		k := storage.NewObjectKey()
-		before, after := rendezvous(k, three), rendezvous(k, four)
+		before, after := Rendezvous(k, three), Rendezvous(k, four)
 		per[before.ID]++
 		if before.ID != after.ID {
 			moved++
@@ -50,7 +50,7 @@ func TestRendezvousSpreadsEvenly(t *testing.T) {
 	const n = 30_000
 	per := map[string]int{}
 	for i := range n {
-		per[rendezvous(fmt.Sprintf("group-%d", i), agents).ID]++
+		per[Rendezvous(fmt.Sprintf("group-%d", i), agents).ID]++
 	}
 	// Binomial(30000, 1/10): 3000 ± 52 (1 sd); 6 sd either side.
 	for _, a := range agents {

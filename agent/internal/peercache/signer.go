@@ -1,7 +1,7 @@
-package agent
+package peercache
 
 // Agents prove to each other that they belong to the cluster before the
-// range endpoint of the shared read cache (peer_cache.go) hands out a
+// range endpoint of the shared read cache (Bucket) hands out a
 // byte: on an agent with a TLS or SASL listener, where that endpoint
 // would otherwise read records around the listeners' authentication.
 // Every agent of the cluster reads the same secret from the metadata store
@@ -16,7 +16,6 @@ package agent
 // range only; the endpoint is read-only.
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -29,24 +28,20 @@ import (
 )
 
 const (
-	peerSecretName = "shared-read-cache"
 	peerAuthScheme = "Floe-Peer"
 	peerAuthSkew   = time.Minute
 )
 
-// loadPeerSecret reads (or makes) the cluster's peer secret when this
-// agent's listeners are secured; open agents need none.
-func (a *Agent) loadPeerSecret(ctx context.Context) error {
-	if !a.sharedCacheSecured() {
-		return nil
-	}
-	s, err := a.store.ClusterSecret(ctx, peerSecretName)
-	if err != nil {
-		return fmt.Errorf("shared read cache secret: %w", err)
-	}
-	a.peerSecret = s
-	return nil
+// Signer signs an agent's peer requests and checks its peers'. Secret is
+// the cluster's peer secret (metadata ClusterSecret SecretName), nil on an
+// agent without secured listeners: it signs nothing and checks nothing.
+type Signer struct {
+	ID     string
+	Secret []byte
 }
+
+// SecretName is the cluster secret peers sign with.
+const SecretName = "shared-read-cache"
 
 func peerMAC(secret []byte, id string, ms int64, key string, offset, length int64) string {
 	m := hmac.New(sha256.New, secret)
@@ -54,21 +49,21 @@ func peerMAC(secret []byte, id string, ms int64, key string, offset, length int6
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// signPeer authenticates a peer request of this agent (when it has a
+// Sign authenticates a peer request of this agent (when it has a
 // secret: a secured agent asks secured owners).
-func (a *Agent) signPeer(req *http.Request, key string, offset, length int64) {
-	if a.peerSecret == nil {
+func (s *Signer) Sign(req *http.Request, key string, offset, length int64) {
+	if s == nil || s.Secret == nil {
 		return
 	}
 	ms := time.Now().UnixMilli()
-	req.Header.Set("Authorization", fmt.Sprintf("%s %s:%d:%s", peerAuthScheme, a.id, ms,
-		peerMAC(a.peerSecret, a.id, ms, key, offset, length)))
+	req.Header.Set("Authorization", fmt.Sprintf("%s %s:%d:%s", peerAuthScheme, s.ID, ms,
+		peerMAC(s.Secret, s.ID, ms, key, offset, length)))
 }
 
-// checkPeer verifies a peer request's signature; nil when this agent
+// Check verifies a peer request's signature; nil when this agent
 // needs none (no secured listener).
-func (a *Agent) checkPeer(r *http.Request, key string, offset, length int64) error {
-	if a.peerSecret == nil {
+func (s *Signer) Check(r *http.Request, key string, offset, length int64) error {
+	if s == nil || s.Secret == nil {
 		return nil
 	}
 	scheme, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -86,7 +81,7 @@ func (a *Agent) checkPeer(r *http.Request, key string, offset, length int64) err
 	if d := time.Since(time.UnixMilli(ms)); d > peerAuthSkew || d < -peerAuthSkew {
 		return fmt.Errorf("peer request time off by %v", d.Round(time.Second))
 	}
-	want := peerMAC(a.peerSecret, parts[0], ms, key, offset, length)
+	want := peerMAC(s.Secret, parts[0], ms, key, offset, length)
 	if !hmac.Equal([]byte(parts[2]), []byte(want)) {
 		return errors.New("bad peer signature")
 	}

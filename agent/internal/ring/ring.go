@@ -1,4 +1,8 @@
-package agent
+// Package ring places keys on agents by rendezvous (highest random
+// weight) hashing: group and transaction coordinators (the agent's
+// coordinatorFor) and the ranges of the zone's shared read cache
+// (agent/internal/peercache).
+package ring
 
 import (
 	"hash/fnv"
@@ -7,13 +11,12 @@ import (
 	"floe/metadata"
 )
 
-// rendezvous picks the agent of agents that owns key by rendezvous
+// Rendezvous picks the agent of agents that owns key by rendezvous
 // (highest random weight) hashing: the highest weight of (key, node id).
 // Adding or losing an agent moves only the keys it gains or owned, about
 // 1/n of them. agents must not be empty. Group and transaction coordinator
-// placement (coordinatorFor) and the zone's shared read cache (peerBucket)
-// both place keys with it.
-func rendezvous(key string, agents []metadata.Agent) metadata.Agent {
+// placement and the zone's shared read cache both place keys with it.
+func Rendezvous(key string, agents []metadata.Agent) metadata.Agent {
 	best, bestW := agents[0], uint64(0)
 	for i, l := range agents {
 		if w := weight(key, l.NodeID); i == 0 || w > bestW {

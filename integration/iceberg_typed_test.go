@@ -258,7 +258,8 @@ func TestIcebergTypedAvro(t *testing.T) {
 }
 
 // waitTyped waits until the typed table and its dead-letter table hold
-// rows and dead records, and returns them.
+// rows and dead records (dead < 0: any, the dead-letter table perhaps
+// absent), and returns them.
 func waitTyped(t *testing.T, ctx context.Context, cat catalog.Catalog, name string, rows, dead int) (*table.Table, *table.Table) {
 	t.Helper()
 	count := func(tb *table.Table) int {
@@ -273,9 +274,14 @@ func waitTyped(t *testing.T, ctx context.Context, cat catalog.Catalog, name stri
 	for ctx.Err() == nil {
 		tbl, err1 := cat.LoadTable(ctx, table.Identifier{"floe", name})
 		dlq, err2 := cat.LoadTable(ctx, table.Identifier{"floe", name + "__dlq"})
+		if dead < 0 && err1 == nil { // no dead letters expected: no such table needed
+			if count(tbl) == rows {
+				return tbl, nil
+			}
+		}
 		if err1 == nil && err2 == nil {
 			n, m := count(tbl), count(dlq)
-			if n == rows && m == dead {
+			if n == rows && (m == dead || dead < 0) {
 				return tbl, dlq
 			}
 			last = fmt.Sprintf("%d rows, %d dead", n, m)
@@ -519,4 +525,172 @@ func typedKeys(ctx context.Context, cat catalog.Catalog, name, partCol, offCol s
 		}
 	}
 	return out
+}
+
+// TestIcebergTypedProtobufAndJSON: a Protobuf topic and a JSON Schema
+// topic, produced with franz-go's sr serde against floe dev, become typed
+// tables that iceberg-go and DuckDB read alike, the types Avro's test does
+// not reach included: uint64 as decimal(20,0), google.protobuf.Timestamp,
+// enums, oneofs; JSON Schema's uuid, date-time and time formats.
+func TestIcebergTypedProtobufAndJSON(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
+	rc, err := sr.NewClient(sr.URLs("http://" + dev.RegistryAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+dev.HTTPAddr+"/iceberg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	produce := func(topic string, serde *sr.Serde, values ...any) {
+		for _, v := range values {
+			b, err := serde.Encode(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: b}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// duck runs query over the table's current Parquet files, one line a row.
+	duck := func(tbl *table.Table, query string) string {
+		tasks, err := tbl.Scan().PlanFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files []string
+		for _, task := range tasks {
+			u, _ := url.Parse(task.File.FilePath())
+			files = append(files, u.Path)
+		}
+		rows, err := db.QueryContext(ctx, strings.ReplaceAll(query, "FILES", readParquet(duckdbPathList(files))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		return strings.Join(out, "\n")
+	}
+
+	t.Run("protobuf", func(t *testing.T) {
+		const topic = "typed.proto"
+		schema := `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+enum Status { NEW = 0; SHIPPED = 1; }
+message Order {
+  uint64 big = 1;
+  google.protobuf.Timestamp placed = 2;
+  Status status = 3;
+  oneof pay { string card = 4; int64 points = 5; }
+  repeated int32 qty = 6;
+}`
+		ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: schema, Type: sr.TypeProtobuf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serde sr.Serde
+		serde.Register(ss.ID, "", sr.Index(0), sr.EncodeFn(func(v any) ([]byte, error) { return []byte(v.(string)), nil }))
+		createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{
+			"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
+		// Protobuf wire format by hand: big=2^64-1, placed={1765000000,
+		// 5000}, status=SHIPPED, points=7, qty=[1,2] (packed).
+		msg := []byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+			0x12, 0x09, 0x08, 0xc0, 0x86, 0xcf, 0xc9, 0x06, 0x10, 0x88, 0x27,
+			0x18, 0x01, 0x28, 0x07, 0x32, 0x02, 0x01, 0x02}
+		produce(topic, &serde, string(msg))
+		tbl, _ := waitTyped(t, ctx, cat, "typed_proto", 1, -1)
+		want := "18446744073709551615 1765000000000005 SHIPPED null 7 [1, 2]"
+		got := duck(tbl, `SELECT concat_ws(' ', CAST(big AS VARCHAR), CAST(epoch_us(placed) AS VARCHAR), status,
+			coalesce(pay.card, 'null'), CAST(pay.points AS VARCHAR), CAST(qty AS VARCHAR)) FROM FILES`)
+		if got != want {
+			t.Errorf("DuckDB: %s\nwant     %s", got, want)
+		}
+		rows := typedJSON(t, ctx, tbl)
+		if want := `{"_kafka":{"offset":0},"big":"18446744073709551615","pay":{"card":null,"points":7},"placed":"2025-12-06T05:46:40.000005Z","qty":[1,2],"status":"SHIPPED"}`; rows != want {
+			t.Errorf("iceberg-go: %s\nwant        %s", rows, want)
+		}
+	})
+
+	t.Run("json", func(t *testing.T) {
+		const topic = "typed.json"
+		schema := `{"type":"object","properties":{"ref":{"type":"string","format":"uuid"},
+			"at":{"type":"string","format":"date-time"},"t":{"type":"string","format":"time"},
+			"n":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}}}`
+		ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: schema, Type: sr.TypeJSON})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serde sr.Serde
+		serde.Register(ss.ID, map[string]any{}, sr.EncodeFn(func(v any) ([]byte, error) { return json.Marshal(v) }))
+		createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{
+			"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
+		produce(topic, &serde, map[string]any{"ref": "0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d", "at": "2026-12-06T05:40:01.234567Z",
+			"t": "05:40:01.25", "n": 1 << 40, "tags": []string{"a", "b"}}, map[string]any{"n": -1, "at": "oops"})
+		tbl, dlq := waitTyped(t, ctx, cat, "typed_json", 1, 1)
+		want := "0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d 1796535601234567 05:40:01.25 1099511627776 [a, b]"
+		got := duck(tbl, `SELECT concat_ws(' ', CAST("ref" AS VARCHAR), CAST(epoch_us("at") AS VARCHAR), CAST("t" AS VARCHAR),
+			CAST(n AS VARCHAR), CAST(tags AS VARCHAR)) FROM FILES`)
+		if got != want {
+			t.Errorf("DuckDB: %s\nwant     %s", got, want)
+		}
+		rows := typedJSON(t, ctx, tbl)
+		for _, want := range []string{`"ref":"0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d"`, `"at":"2026-12-06T05:40:01.234567Z"`, `"t":"05:40:01.25`, `"n":1099511627776`, `"tags":["a","b"]`} {
+			if !strings.Contains(rows, want) {
+				t.Errorf("iceberg-go: %s lacks %s", rows, want)
+			}
+		}
+		if rows, want := typedJSON(t, ctx, dlq), `"offset":1`; !strings.Contains(rows, want) {
+			t.Errorf("dead letters %s", rows)
+		}
+	})
+}
+
+// typedJSON is a table's rows as Arrow's JSON lines, but for _kafka's
+// offset only of the Kafka columns.
+func typedJSON(t *testing.T, ctx context.Context, tbl *table.Table) string {
+	t.Helper()
+	var cols []string
+	for _, f := range tbl.Schema().Fields() {
+		if f.Name == "_kafka" {
+			cols = append(cols, "_kafka.offset")
+		} else if f.Name != "partition" && f.Name != "timestamp" && f.Name != "headers" && f.Name != "key" && f.Name != "value" && f.Name != "timestamp_type" {
+			cols = append(cols, f.Name)
+		}
+	}
+	at, err := tbl.Scan(table.WithSelectedFields(cols...)).ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	var out []string
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	for tr.Next() {
+		var buf strings.Builder
+		if err := array.RecordToJSON(tr.RecordBatch(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.TrimSpace(buf.String()))
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -88,6 +89,44 @@ func BenchmarkConvertTypedProtobuf(b *testing.B) {
 		payload, _ := proto.Marshal(msg)
 		var h sr.ConfluentHeader
 		framed, _ := h.AppendEncode(nil, out.ID, []int{0})
+		return append(framed, payload...)
+	})
+}
+
+// BenchmarkConvertTypedJSON converts JSON Schema records.
+func BenchmarkConvertTypedJSON(b *testing.B) {
+	props := map[string]string{}
+	value := map[string]any{}
+	for i := range 10 {
+		props[fmt.Sprintf("s%d", i)] = `{"type":"string"}`
+		value[fmt.Sprintf("s%d", i)] = strings.Repeat(string(rune('a'+i)), 70)
+	}
+	for i := range 5 {
+		props[fmt.Sprintf("l%d", i)] = `{"type":"integer"}`
+		value[fmt.Sprintf("l%d", i)] = int64(i) << 40
+	}
+	for i := range 3 {
+		props[fmt.Sprintf("d%d", i)] = `{"type":"number"}`
+		value[fmt.Sprintf("d%d", i)] = float64(i) + 0.5
+	}
+	for i := range 2 {
+		props[fmt.Sprintf("b%d", i)] = `{"type":"boolean"}`
+		value[fmt.Sprintf("b%d", i)] = i == 0
+	}
+	var parts []string
+	for k, v := range props {
+		parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+	}
+	schema := `{"type":"object","properties":{` + strings.Join(parts, ",") + `}}`
+	benchTyped(b, func(e *typedEnv) []byte {
+		var out struct{ ID int }
+		e.call("POST", "/subjects/orders-value/versions", map[string]any{"schema": schema, "schemaType": "JSON"}, &out)
+		payload, err := json.Marshal(value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var h sr.ConfluentHeader
+		framed, _ := h.AppendEncode(nil, out.ID, nil)
 		return append(framed, payload...)
 	})
 }

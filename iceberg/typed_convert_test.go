@@ -426,3 +426,30 @@ func TestTypedCompaction(t *testing.T) {
 		t.Errorf("after compaction\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestTypedPartitionSpec: a typed table's partition spec names the Kafka
+// columns as the binary table's does; they are the _kafka struct's.
+func TestTypedPartitionSpec(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix, ConfigPartitionSpec: "identity(partition), hour(timestamp), bucket[4](key)"})
+	v1 := e.register(orderV1)
+	e.produce(frame(t, v1, orderV1, map[string]any{"id": 1, "item": "tea"}))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	spec := tbl.Spec()
+	for _, f := range spec.Fields() {
+		name, _ := tbl.Schema().FindColumnName(f.SourceIDs[0])
+		got = append(got, f.Name+"="+f.Transform.String()+"("+name+")")
+	}
+	if want := "partition=identity(_kafka.partition),timestamp_hour=hour(_kafka.timestamp),key_bucket_4=bucket[4](_kafka.key)"; strings.Join(got, ",") != want {
+		t.Errorf("spec %s, want %s", strings.Join(got, ","), want)
+	}
+	if n := len(e.rows(tbl, "_kafka.offset")); n != 1 {
+		t.Errorf("%d rows", n)
+	}
+}

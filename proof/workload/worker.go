@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -30,6 +29,11 @@ type worker struct {
 	sess *kgo.GroupTransactSession // txn-subscribe only; cl is its client
 	keys []history.Key             // the keys an assign worker assigned
 
+	// sarama: the worker's client is sc, a sarama client (assign only;
+	// see sarama.go), instead of cl.
+	sarama bool
+	sc     *saramaClient
+
 	mu         sync.Mutex
 	rebalanced map[history.Key]bool
 }
@@ -42,7 +46,7 @@ type worker struct {
 func (w *worker) loop(stop, ctx context.Context) error {
 	defer w.close()
 	for stop.Err() == nil && ctx.Err() == nil {
-		if w.cl == nil {
+		if w.cl == nil && w.sc == nil {
 			if err := w.open(); err != nil {
 				return fmt.Errorf("worker %d: %w", w.id, err)
 			}
@@ -78,6 +82,9 @@ func (w *worker) transactionalID() string {
 // open starts a fresh client under a fresh process and records its assign
 // or subscribe.
 func (w *worker) open() error {
+	if w.sarama {
+		return w.openSarama()
+	}
 	r := w.run
 	w.pid = r.nextProcess()
 	opts := []kgo.Opt{
@@ -178,8 +185,12 @@ func (w *worker) reassign() {
 		t, p := r.keys.Partition(k)
 		drop[t] = append(drop[t], p)
 	}
-	w.cl.RemoveConsumePartitions(drop)
-	w.cl.AddConsumePartitions(w.partitions(added, kgo.NewOffset().AtStart()))
+	if w.sc != nil {
+		w.sc.drop(removed) // a sarama worker's added keys start at their first poll
+	} else {
+		w.cl.RemoveConsumePartitions(drop)
+		w.cl.AddConsumePartitions(w.partitions(added, kgo.NewOffset().AtStart()))
+	}
 	w.keys = next
 	o.Keys = append([]history.Key(nil), next...)
 	o.Complete = r.rec.Now()
@@ -227,8 +238,10 @@ func (w *worker) close() {
 		w.sess.Close()
 	case w.cl != nil:
 		w.cl.Close()
+	case w.sc != nil:
+		w.sc.close()
 	}
-	w.sess, w.cl = nil, nil
+	w.sess, w.cl, w.sc = nil, nil, nil
 }
 
 // step runs one op of the worker's kind and records it.
@@ -239,10 +252,14 @@ func (w *worker) step(ctx context.Context) history.Op {
 	o := history.Op{Process: w.pid, Type: history.OK, Invoke: r.rec.Now()}
 	switch w.kind {
 	case KindAssign, KindSubscribe:
+		send, poll := w.send, w.poll
+		if w.sc != nil {
+			send, poll = w.saramaSend, w.saramaPoll
+		}
 		if w.rng.IntN(2) == 0 {
-			w.send(ctx, &o)
+			send(ctx, &o)
 		} else {
-			w.poll(ctx, &o)
+			poll(ctx, &o)
 		}
 	case KindTxnAssign:
 		w.txn(ctx, &o)
@@ -256,11 +273,8 @@ func (w *worker) step(ctx context.Context) history.Op {
 }
 
 func (w *worker) record() (*kgo.Record, history.Key, int64) {
-	r := w.run
-	k := history.Key(w.rng.IntN(r.keys.Count()))
-	v := r.value.Add(1)
-	t, p := r.keys.Partition(k)
-	return &kgo.Record{Topic: t, Partition: p, Value: []byte(strconv.FormatInt(v, 10))}, k, v
+	k, t, p, v := w.nextSend()
+	return &kgo.Record{Topic: t, Partition: p, Value: encodeValue(v)}, k, v
 }
 
 // send: one record outside any transaction.
@@ -305,10 +319,8 @@ func (w *worker) pollOnce(ctx context.Context, poll func(context.Context) kgo.Fe
 		err = ctx.Err()
 	}
 	fs.EachRecord(func(rec *kgo.Record) {
-		k, ok := w.run.keys.Key(rec.Topic, rec.Partition)
-		v, perr := strconv.ParseInt(string(rec.Value), 10, 64)
-		if ok && perr == nil {
-			m[k] = append(m[k], history.Pair{Offset: rec.Offset, Value: v})
+		if k, p, ok := w.run.readRecord(rec.Topic, rec.Partition, rec.Offset, rec.Value); ok {
+			m[k] = append(m[k], p)
 		}
 	})
 	return m, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,10 @@ type Config struct {
 	// round-robin (all four by default).
 	Workers int
 	Kinds   []Kind
+	// SaramaWorkers is how many of the workers use a sarama client instead
+	// of franz-go (0: none): the first ones of a kind sarama serves
+	// (SaramaKinds), up to their number.
+	SaramaWorkers int
 	// Duration is how long workers run before the final polls.
 	Duration time.Duration
 	// MaxTxnLen bounds the micro-ops of a transaction (4).
@@ -194,6 +199,7 @@ func Run(ctx context.Context, cfg Config) (history.History, error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, cfg.Workers)
+	saramas := 0
 	for w := range cfg.Workers {
 		wk := &worker{
 			run:  r,
@@ -202,7 +208,14 @@ func Run(ctx context.Context, cfg Config) (history.History, error) {
 			rng:  rand.New(rand.NewPCG(cfg.Seed, uint64(w))),
 			log:  cfg.Logger.With("component", "workload", "worker", w),
 		}
+		if saramas < cfg.SaramaWorkers && slices.Contains(SaramaKinds, wk.kind) {
+			wk.sarama = true
+			saramas++
+		}
 		wg.Go(func() { errs[w] = wk.loop(runCtx, ctx) })
+	}
+	if saramas > 0 {
+		cfg.Logger.Info("sarama workers", "n", saramas)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -43,7 +43,7 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
 	}
-	defer goleak.VerifyNone(t, franzGoFetchManager)
+	defer goleak.VerifyNone(t, franzGoFetchManager, saramaMeters)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1)) // Run creates the topics
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestWorkloadUnderKfakeFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
 	}
-	defer goleak.VerifyNone(t, franzGoFetchManager)
+	defer goleak.VerifyNone(t, franzGoFetchManager, saramaMeters)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,11 @@
 // committed. Values are unique integers; keys map to (topic, partition) one to
 // one (see Keys).
 //
-// Config.SaramaWorkers of the assign workers use a sarama client (an
-// idempotent SyncProducer with acks=all, a PartitionConsumer per key, read
-// committed) instead of franz-go, so that the history mixes two client
-// libraries; they record the same ops the franz-go workers do (sarama.go).
+// Config.SaramaWorkers of the assign and subscribe workers use a sarama
+// client (an idempotent SyncProducer with acks=all; a PartitionConsumer per
+// key, or a ConsumerGroup of their own; read committed) instead of franz-go,
+// so that the history mixes two client libraries; they record the same ops
+// the franz-go workers do (sarama.go, sarama_group.go).
 //
 // A worker's process id changes after an op that failed or whose outcome is
 // unknown, as in Jepsen: an unknown outcome also closes the client (a crash op)

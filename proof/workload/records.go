@@ -35,3 +35,12 @@ func (r *run) readRecord(topic string, partition int32, offset int64, value []by
 	}
 	return k, history.Pair{Offset: offset, Value: v}, true
 }
+
+// All lists every key, increasing.
+func (m Keys) All() []history.Key {
+	ks := make([]history.Key, m.Count())
+	for i := range ks {
+		ks[i] = history.Key(i)
+	}
+	return ks
+}

@@ -36,7 +36,8 @@ type saramaClient struct {
 
 	client   sarama.Client
 	producer sarama.SyncProducer
-	consumer sarama.Consumer
+	consumer sarama.Consumer // assign only
+	group    *saramaGroup    // subscribe only
 	// parts are the partition consumers of an assign worker, opened at the
 	// first poll of a key from the key's start and closed when the key is
 	// dropped, so that a key assigned again starts over.
@@ -73,6 +74,7 @@ func (r *run) saramaConfig(clientID string) (*sarama.Config, error) {
 	c.Consumer.MaxWaitTime = r.cfg.PollWait
 	c.Consumer.Return.Errors = true
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	c.Consumer.Offsets.AutoCommit.Enable = false // polls commit
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("sarama config: %w", err)
 	}
@@ -83,18 +85,27 @@ func (r *run) saramaConfig(clientID string) (*sarama.Config, error) {
 // (unconnected) client, and the assign it starts with.
 func (w *worker) openSarama() error {
 	r := w.run
-	if w.kind != KindAssign {
+	if !slices.Contains(SaramaKinds, w.kind) {
 		return fmt.Errorf("no sarama worker of kind %s", w.kind)
 	}
 	w.pid = r.nextProcess()
-	o := history.Op{Process: w.pid, Type: history.OK, F: history.Assign, Invoke: r.rec.Now(), SeekToBeginning: true}
+	o := history.Op{Process: w.pid, Type: history.OK, Invoke: r.rec.Now()}
 	cfg, err := r.saramaConfig(fmt.Sprintf("%s-sarama-%d", r.cfg.Group, w.id))
 	if err != nil {
 		return err
 	}
-	w.sc = &saramaClient{brokers: r.cfg.Brokers, cfg: cfg, parts: map[history.Key]sarama.PartitionConsumer{}}
-	w.keys = w.randomKeys()
-	o.Keys = slices.Clone(w.keys)
+	w.sc = &saramaClient{brokers: r.cfg.Brokers, cfg: cfg}
+	switch w.kind {
+	case KindAssign:
+		w.sc.parts = map[history.Key]sarama.PartitionConsumer{}
+		w.keys = w.randomKeys()
+		o.F, o.Keys, o.SeekToBeginning = history.Assign, slices.Clone(w.keys), true
+	case KindSubscribe:
+		// Its own group: sarama's default protocol (range) and franz-go's
+		// (cooperative-sticky) have none in common.
+		w.sc.group = &saramaGroup{w: w, id: r.cfg.Group + "-sarama-" + string(w.kind), topics: r.keys.TopicNames()}
+		o.F, o.Keys = history.Subscribe, r.keys.All()
+	}
 	o.Complete = r.rec.Now()
 	r.rec.Add(o)
 	return nil
@@ -114,13 +125,17 @@ func (c *saramaClient) connect() error {
 		_ = cl.Close()
 		return fmt.Errorf("producer: %w", err)
 	}
-	cons, err := sarama.NewConsumerFromClient(cl)
+	if c.group != nil {
+		err = c.group.start(cl)
+	} else {
+		c.consumer, err = sarama.NewConsumerFromClient(cl)
+	}
 	if err != nil {
 		_ = p.Close()
 		_ = cl.Close()
 		return fmt.Errorf("consumer: %w", err)
 	}
-	c.client, c.producer, c.consumer = cl, p, cons
+	c.client, c.producer = cl, p
 	return nil
 }
 
@@ -134,9 +149,14 @@ func (c *saramaClient) close() {
 		pc.AsyncClose()
 		delete(c.parts, k)
 	}
+	if c.group != nil {
+		c.group.close()
+	}
 	_ = c.producer.Close()
 	c.inflight.Wait()
-	_ = c.consumer.Close()
+	if c.consumer != nil {
+		_ = c.consumer.Close()
+	}
 	_ = c.client.Close()
 	c.client, c.producer, c.consumer = nil, nil, nil
 }
@@ -187,11 +207,16 @@ func (w *worker) saramaSend(ctx context.Context, o *history.Op) {
 	}
 }
 
-// saramaPoll: one poll of the assigned keys, as pollOnce: at most PollWait
-// for the first records, then whatever else is already buffered.
+// saramaPoll: one poll, as pollOnce: at most PollWait for the first
+// records, then whatever else is already buffered; a group member then
+// commits what it polled.
 func (w *worker) saramaPoll(ctx context.Context, o *history.Op) {
 	o.F = history.Poll
-	m, err := w.saramaPollOnce(ctx)
+	poll := w.saramaPollOnce
+	if w.kind == KindSubscribe {
+		poll = w.saramaGroupPoll
+	}
+	m, err := poll(ctx)
 	o.Mops = []history.Mop{history.PollMop(m)}
 	if err != nil {
 		o.Type, o.Error = history.Info, err.Error()
@@ -260,4 +285,4 @@ func (w *worker) saramaPollOnce(ctx context.Context) (map[history.Key][]history.
 
 // SaramaKinds are the kinds of worker a sarama client serves
 // (Config.SaramaWorkers): the non-transactional ones.
-var SaramaKinds = []Kind{KindAssign}
+var SaramaKinds = []Kind{KindAssign, KindSubscribe}

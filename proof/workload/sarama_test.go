@@ -14,10 +14,11 @@ import (
 // goroutine of the process that never ends.
 var saramaMeters = goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")
 
-// TestRunSaramaAgainstKfake runs sarama assign workers for ten seconds
-// against kfake alongside franz-go workers of every kind, and a sarama
-// worker alone for three, and checks both histories valid with nothing
-// unseen; the lone worker shows that sarama's sends and polls are ok ops.
+// TestRunSaramaAgainstKfake runs a sarama assign and a sarama subscribe
+// worker for ten seconds against kfake alongside franz-go workers of every
+// kind, and the two sarama workers alone for three, and checks both
+// histories valid with nothing unseen; the run alone shows that sarama's
+// sends, polls and subscribes are ok ops.
 func TestRunSaramaAgainstKfake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 13 seconds")
@@ -29,8 +30,8 @@ func TestRunSaramaAgainstKfake(t *testing.T) {
 		workers, saramas int
 		d                time.Duration
 	}{
-		{"mixed", nil, 8, 1, 10 * time.Second},
-		{"alone", []Kind{KindAssign}, 1, 1, 3 * time.Second},
+		{"mixed", nil, 8, 2, 10 * time.Second},
+		{"alone", []Kind{KindAssign, KindSubscribe}, 2, 2, 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := kfake.NewCluster(kfake.NumBrokers(1))
@@ -41,7 +42,7 @@ func TestRunSaramaAgainstKfake(t *testing.T) {
 			cfg := testConfig(c, tc.d)
 			cfg.Workers, cfg.Kinds, cfg.SaramaWorkers = tc.workers, tc.kinds, tc.saramas
 			res := runAndCheck(t, cfg)
-			for _, f := range []history.F{history.Send, history.Poll, history.Assign} {
+			for _, f := range []history.F{history.Send, history.Poll, history.Assign, history.Subscribe} {
 				if res.Stats.OpsByF[f] == 0 {
 					t.Errorf("no %s op in %v", f, res.Stats.OpsByF)
 				}

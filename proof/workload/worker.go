@@ -29,8 +29,8 @@ type worker struct {
 	sess *kgo.GroupTransactSession // txn-subscribe only; cl is its client
 	keys []history.Key             // the keys an assign worker assigned
 
-	// sarama: the worker's client is sc, a sarama client (assign only;
-	// see sarama.go), instead of cl.
+	// sarama: the worker's client is sc, a sarama client (assign and
+	// subscribe only; see sarama.go), instead of cl.
 	sarama bool
 	sc     *saramaClient
 

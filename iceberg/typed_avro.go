@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	havro "github.com/hamba/avro/v2"
@@ -166,10 +167,20 @@ func recordOf(s havro.Schema, n *avroNode) (*havro.RecordSchema, *avroNode) {
 }
 
 // bindTop binds a value's node to a table schema's top-level columns,
-// skip (the _kafka column's index, -1 for none) left to the caller.
-func bindTop(n *avroNode, sc *iceberg.Schema, skip int) error {
+// the columns in skip (_kafka's, _key's) left to the caller.
+func bindTop(n *avroNode, sc *iceberg.Schema, skip ...int) error {
 	st := sc.AsStruct()
-	return n.bind(&st, skip)
+	if err := n.bind(&st, -1); err != nil {
+		return err
+	}
+	kept := n.missing[:0]
+	for _, j := range n.missing {
+		if !slices.Contains(skip, j) {
+			kept = append(kept, j)
+		}
+	}
+	n.missing = kept
+	return nil
 }
 
 func deref(s havro.Schema) havro.Schema {

@@ -27,7 +27,7 @@ func decodeRows(t *testing.T, schema string, values ...any) (*iceberg.Schema, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bindTop(n, sc, -1); err != nil {
+	if err := bindTop(n, sc); err != nil {
 		t.Fatal(err)
 	}
 	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
@@ -182,7 +182,7 @@ func TestAvroBadPayloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bindTop(n, sc, -1); err != nil {
+	if err := bindTop(n, sc); err != nil {
 		t.Fatal(err)
 	}
 	as, _ := table.SchemaToArrowSchema(sc, nil, true, false)

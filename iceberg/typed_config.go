@@ -49,6 +49,7 @@ var errUnsupportedMode = errors.New("not converted by this floe version")
 type typedConfig struct {
 	valueMode, keyMode string
 	valueSubject       string
+	keySubject         string
 	protobufMessage    string
 }
 
@@ -58,7 +59,7 @@ func (c typedConfig) typed() bool { return c.valueMode != ModeBinary || c.keyMod
 
 // topicTypedConfig reads a topic's typed-table configs, defaults applied.
 func topicTypedConfig(t metadata.Topic) typedConfig {
-	c := typedConfig{valueMode: ModeBinary, keyMode: ModeBinary, valueSubject: t.Name + "-value"}
+	c := typedConfig{valueMode: ModeBinary, keyMode: ModeBinary, valueSubject: t.Name + "-value", keySubject: t.Name + "-key"}
 	if v := t.Configs[ConfigValueMode]; v != "" {
 		c.valueMode = v
 	}
@@ -68,6 +69,9 @@ func topicTypedConfig(t metadata.Topic) typedConfig {
 	if v := t.Configs[ConfigValueSubject]; v != "" {
 		c.valueSubject = v
 	}
+	if v := t.Configs[ConfigKeySubject]; v != "" {
+		c.keySubject = v
+	}
 	c.protobufMessage = t.Configs[ConfigValueProtobufMessage]
 	return c
 }
@@ -75,7 +79,9 @@ func topicTypedConfig(t metadata.Topic) typedConfig {
 // supported returns errUnsupportedMode (wrapped, naming the setting) for
 // modes this floe does not convert yet.
 func (c typedConfig) supported() error {
-	if c.keyMode != ModeBinary {
+	switch c.keyMode {
+	case ModeBinary, ModeSchemaIDPrefix, ModeSchemaLatest, ModeJSON:
+	default:
 		return fmt.Errorf("%s=%s: %w", ConfigKeyMode, c.keyMode, errUnsupportedMode)
 	}
 	switch c.valueMode {

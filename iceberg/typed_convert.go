@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -15,7 +14,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	havro "github.com/hamba/avro/v2"
-	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"floe/metadata"
@@ -68,9 +66,9 @@ type typedWrite struct {
 	stopAt  *rawRecord      // the cycle ends before this record: it needs a second update
 	err     error
 
-	cfg       typedConfig
-	latestWS  *writerSchema // schema_latest's, looked up once a cycle
-	latestKey string
+	cfg        typedConfig
+	latests    map[bool]*writerSchema // schema_latest's, by side (key: true), looked up once a cycle
+	latestKeys map[bool]string
 
 	dlqB    *dlqBuilder
 	dlqW    *dlqWriter
@@ -137,7 +135,8 @@ func (c *Converter) typedRound(ctx context.Context, l *metadata.JobLease, t meta
 		c.failed(name, err)
 		return false, err
 	}
-	w := &typedWrite{c: c, ctx: ctx, t: t, cfg: topicTypedConfig(t), dlq: dlq, held: held, schemas: map[string]*writerSchema{}, reasons: map[string]int{}}
+	w := &typedWrite{c: c, ctx: ctx, t: t, cfg: topicTypedConfig(t), dlq: dlq, held: held, schemas: map[string]*writerSchema{}, reasons: map[string]int{},
+		latests: map[bool]*writerSchema{}, latestKeys: map[bool]string{}}
 	txn, files, err := w.run(tbl, spans)
 	dlqFiles, derr := w.finishDLQ()
 	if err == nil {
@@ -306,8 +305,7 @@ func (w *typedWrite) segment(cur *table.Table, as *arrow.Schema, pull func() (*r
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		b := newTypedBuilder(as)
 		defer b.release()
-		kafka := as.FieldIndices(ColKafka)[0]
-		nodes := map[string]*avroNode{}
+		plans := map[string]*plan{}
 		refused := map[string]error{}
 		for {
 			r, carried := w.pending, w.pending != nil
@@ -323,7 +321,7 @@ func (w *typedWrite) segment(cur *table.Table, as *arrow.Schema, pull func() (*r
 					return
 				}
 			}
-			evolve, err := w.route(r, cur, kafka, nodes, refused, carried, b)
+			evolve, err := w.route(r, cur, as, plans, refused, carried, b)
 			if err != nil {
 				w.err = err
 				return
@@ -346,109 +344,6 @@ func (w *typedWrite) segment(cur *table.Table, as *arrow.Schema, pull func() (*r
 	}
 }
 
-// route appends r to the typed table's batch or to the dead-letter
-// table's, or reports that its writer schema must first evolve the
-// table's. An error is the cycle's (the registry's store failing).
-func (w *typedWrite) route(r *rawRecord, cur *table.Table, kafka int, nodes map[string]*avroNode, refused map[string]error, carried bool, b *typedBuilder) (bool, error) {
-	v := r.r.Value
-	if v == nil {
-		return false, b.addAvro(r, nil, nil) // a tombstone: value columns null
-	}
-	var ws *writerSchema
-	var key string
-	var payload []byte
-	switch w.cfg.valueMode {
-	case ModeJSON:
-		var err error
-		if ws, key, err = w.inferred(v, cur); err != nil {
-			reason := reasonDecode
-			switch {
-			case errors.Is(err, errInfer):
-				reason = reasonIncompatible
-			case errors.Is(err, errUnmappable):
-				reason = reasonUnmappable
-			}
-			return false, w.dead(r, reason, err.Error())
-		}
-		payload = v
-	case ModeSchemaLatest:
-		var err error
-		if ws, key, err = w.latest(); err != nil {
-			return false, err
-		}
-		payload = v
-	default:
-		if len(v) < 5 || v[0] != 0 {
-			return false, w.dead(r, reasonUnframed, "the value does not start with magic byte 0 and a schema id")
-		}
-		id := int(binary.BigEndian.Uint32(v[1:5]))
-		var err error
-		if ws, err = w.writer(id); err != nil {
-			return false, err
-		}
-		payload, key = v[5:], strconv.Itoa(id)
-		if ws.proto != nil {
-			var h sr.ConfluentHeader
-			index, rest, err := h.DecodeIndex(payload, 64)
-			if err != nil {
-				return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %d: the Protobuf message indexes do not decode: %v", id, err))
-			}
-			p := ws.proto
-			payload, key = rest, fmt.Sprint(id, index)
-			ws = w.protoMessage(key, func() (protoreflect.MessageDescriptor, error) { return p.Message(index) })
-		}
-	}
-	if ws.reason != "" {
-		return false, w.dead(r, ws.reason, ws.err.Error())
-	}
-	if err, ok := refused[key]; ok {
-		return false, w.dead(r, reasonIncompatible, err.Error())
-	}
-	n, ok := nodes[key]
-	if !ok {
-		ice := ws.ice
-		if ws.avro != nil {
-			// A node of its own per segment (bind fills it), its fields
-			// renamed to the columns their aliases name.
-			ice, n, _ = avroValueSchema(ws.avro, cur.Schema())
-		}
-		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ice).Apply()
-		if err == nil && !applied.Equals(cur.Schema()) {
-			if !carried {
-				w.evolve = ice
-				return true, nil
-			}
-			err = errors.New("the table's schema update did not take the schema in")
-		}
-		if err != nil {
-			refused[key] = fmt.Errorf("schema %s and the table's schema: %w", key, err)
-			return false, w.dead(r, reasonIncompatible, refused[key].Error())
-		}
-		if ws.avro != nil {
-			if err := bindTop(n, cur.Schema(), kafka); err != nil {
-				return false, fmt.Errorf("schema %s: bind to the table: %w", key, err)
-			}
-		}
-		nodes[key] = n // nil for Protobuf and JSON, whose fields are matched by name
-	}
-	var err error
-	switch {
-	case ws.md != nil:
-		err = b.addProto(r, ws.md, payload)
-	case ws.jnode != nil:
-		err = b.addJSON(r, ws.jnode, payload)
-	default:
-		err = b.addAvro(r, n, payload)
-	}
-	if errors.Is(err, errAppend) {
-		return false, fmt.Errorf("schema %s: %w", key, err)
-	}
-	if err != nil {
-		return false, w.dead(r, reasonDecode, fmt.Sprintf("schema %s: %v", key, err))
-	}
-	return false, nil
-}
-
 // protoMessage returns the message of a Protobuf schema that find finds,
 // as the cycle uses it (kept under key).
 func (w *typedWrite) protoMessage(key string, find func() (protoreflect.MessageDescriptor, error)) *writerSchema {
@@ -469,12 +364,16 @@ func (w *typedWrite) protoMessage(key string, find func() (protoreflect.MessageD
 
 // inferred returns the columns json mode infers from one value, fitted
 // to the table's (cur) types, as the cycle uses them.
-func (w *typedWrite) inferred(v []byte, cur *table.Table) (*writerSchema, string, error) {
+func (w *typedWrite) inferred(v []byte, cur *table.Table, isKey bool) (*writerSchema, string, error) {
 	sc, err := inferJSON(v)
 	if err != nil {
 		return nil, "", err
 	}
-	st, tst := sc.AsStruct(), cur.Schema().AsStruct()
+	ts := cur.Schema()
+	if isKey {
+		ts = keyTableSchema(cur)
+	}
+	st, tst := sc.AsStruct(), ts.AsStruct()
 	fitted := fitInferred(&st, &tst).(*iceberg.StructType)
 	ice := iceberg.NewSchema(0, fitted.FieldList...)
 	key := "json " + ice.String()
@@ -491,16 +390,15 @@ func (w *typedWrite) inferred(v []byte, cur *table.Table) (*writerSchema, string
 // record (the registry caches versions for its SubjectTTL), for Protobuf
 // the message floe.iceberg.value.protobuf.message names. A subject with
 // no version sends the records to the dead-letter table.
-func (w *typedWrite) latest() (*writerSchema, string, error) {
-	if w.latestWS != nil {
-		return w.latestWS, w.latestKey, nil
+func (w *typedWrite) latest(isKey bool, subject, message string) (*writerSchema, string, error) {
+	if ws, ok := w.latests[isKey]; ok {
+		return ws, w.latestKeys[isKey], nil
 	}
-	subject := w.cfg.valueSubject
 	sc, _, err := w.c.schemas.LatestSchema(w.ctx, subject)
 	if errors.Is(err, schemaregistry.ErrUnknownSubject) || errors.Is(err, schemaregistry.ErrUnknownSchema) {
-		w.latestWS = &writerSchema{reason: reasonUnknown, err: fmt.Errorf("subject %s has no live schema", subject)}
-		w.latestKey = "latest"
-		return w.latestWS, w.latestKey, nil
+		ws := &writerSchema{reason: reasonUnknown, err: fmt.Errorf("subject %s has no live schema", subject)}
+		w.latests[isKey], w.latestKeys[isKey] = ws, "latest"
+		return ws, "latest", nil
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("subject %s: %w", subject, err)
@@ -511,11 +409,10 @@ func (w *typedWrite) latest() (*writerSchema, string, error) {
 	}
 	key := strconv.Itoa(sc.ID)
 	if p := ws.proto; p != nil {
-		name := w.cfg.protobufMessage
-		key += " " + name
-		ws = w.protoMessage(key, func() (protoreflect.MessageDescriptor, error) { return protoByName(p, name) })
+		key += " " + message
+		ws = w.protoMessage(key, func() (protoreflect.MessageDescriptor, error) { return protoByName(p, message) })
 	}
-	w.latestWS, w.latestKey = ws, key
+	w.latests[isKey], w.latestKeys[isKey] = ws, key
 	return ws, key, nil
 }
 

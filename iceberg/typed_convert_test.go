@@ -116,12 +116,23 @@ func frame(t testing.TB, id int, schema string, v any) []byte {
 }
 
 // produce commits one object holding one batch of the values (nil: a
-// tombstone) to partition 0.
+// tombstone) to partition 0, keyed k0, k1, ….
 func (e *typedEnv) produce(values ...[]byte) {
 	e.t.Helper()
-	var recs []byte
+	kvs := make([][2][]byte, len(values))
 	for i, v := range values {
-		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte(fmt.Sprintf("k%d", i)), Value: v,
+		kvs[i] = [2][]byte{[]byte(fmt.Sprintf("k%d", i)), v}
+	}
+	e.produceKeyed(kvs)
+}
+
+// produceKeyed is produce with the keys given (nil: a null key).
+func (e *typedEnv) produceKeyed(kvs [][2][]byte) {
+	e.t.Helper()
+	var recs []byte
+	values := kvs
+	for i, kv := range kvs {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: kv[0], Value: kv[1],
 			Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}}
 		body := r.AppendTo(nil)[1:]
 		r.Length = int32(len(body))
@@ -452,4 +463,66 @@ func TestTypedPartitionSpec(t *testing.T) {
 	if n := len(e.rows(tbl, "_kafka.offset")); n != 1 {
 		t.Errorf("%d rows", n)
 	}
+}
+
+// TestTypedKeys: floe.iceberg.key.mode decodes keys into the _key struct
+// as values are decoded into the top-level columns; a null key is a null
+// _key, a key that cannot be decoded sends its record to the dead-letter
+// table.
+func TestTypedKeys(t *testing.T) {
+	t.Run("schema_id_prefix", func(t *testing.T) {
+		e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix, ConfigKeyMode: ModeSchemaIDPrefix})
+		v1 := e.register(orderV1)
+		keySchema := `{"type":"record","name":"K","fields":[{"name":"customer","type":"long"}]}`
+		var out struct{ ID int }
+		e.call("POST", "/subjects/orders-key/versions", map[string]any{"schema": keySchema}, &out)
+		val := frame(t, v1, orderV1, map[string]any{"id": 1, "item": "tea"})
+		e.produceKeyed([][2][]byte{
+			{nil, val}, // before any key: no _key column yet
+			{frame(t, out.ID, keySchema, map[string]any{"customer": int64(42)}), val},
+			{[]byte("raw key"), val},
+			{frame(t, out.ID, keySchema, map[string]any{"customer": int64(7)}), nil},
+		})
+		if err := e.cycle(); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := e.conv.cat.Load(e.ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(e.rows(tbl, "_kafka.offset", "_key", "id"), "\n")
+		want := `{"_kafka":{"offset":0},"_key":null,"id":1}` + "\n" +
+			`{"_kafka":{"offset":1},"_key":{"customer":42},"id":1}` + "\n" +
+			`{"_kafka":{"offset":3},"_key":{"customer":7},"id":null}`
+		if got != want {
+			t.Errorf("rows\n%s\nwant\n%s", got, want)
+		}
+		dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, `unframed: the key does not start`) || !strings.Contains(got, `"offset":2`) {
+			t.Errorf("dead letters %s", got)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeJSON, ConfigKeyMode: ModeJSON})
+		e.produceKeyed([][2][]byte{
+			{[]byte(`{"region":"eu","n":1}`), []byte(`{"amount":5}`)},
+			{[]byte(`{"region":"us","shard":2}`), []byte(`{"amount":6}`)},
+		})
+		if err := e.cycle(); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := e.conv.cat.Load(e.ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(e.rows(tbl, "_kafka.offset", "_key", "amount"), "\n")
+		want := `{"_kafka":{"offset":0},"_key":{"n":1,"region":"eu","shard":null},"amount":5}` + "\n" +
+			`{"_kafka":{"offset":1},"_key":{"n":null,"region":"us","shard":2},"amount":6}`
+		if got != want {
+			t.Errorf("rows\n%s\nwant\n%s", got, want)
+		}
+	})
 }

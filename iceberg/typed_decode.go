@@ -30,6 +30,14 @@ type avroDecoder struct {
 // at n's slot. A returned error means the payload does not decode with
 // the writer schema; nothing was appended then.
 func decodeAvro(n *avroNode, payload []byte, cols func(int) array.Builder) error {
+	if err := checkAvro(n, payload); err != nil {
+		return err
+	}
+	return appendAvro(n, payload, cols)
+}
+
+// checkAvro checks that payload decodes whole with n.
+func checkAvro(n *avroNode, payload []byte) error {
 	d := &avroDecoder{buf: payload}
 	if err := d.record(n, nil, nil); err != nil {
 		return err
@@ -37,7 +45,12 @@ func decodeAvro(n *avroNode, payload []byte, cols func(int) array.Builder) error
 	if d.pos != len(d.buf) {
 		return fmt.Errorf("%d bytes after the value", len(d.buf)-d.pos)
 	}
-	d.pos = 0
+	return nil
+}
+
+// appendAvro appends a payload checkAvro passed.
+func appendAvro(n *avroNode, payload []byte, cols func(int) array.Builder) error {
+	d := &avroDecoder{buf: payload}
 	if err := d.record(n, nil, cols); err != nil {
 		// The payload decoded a moment ago: only a builder of the wrong
 		// type gets here, a bug, not a bad record.

@@ -337,20 +337,9 @@ func orderedObject(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 // level column builders at their names' indexes; an error means it does
 // not fit, and nothing was appended.
 func decodeJSON(n *jsonNode, payload []byte, as *arrow.Schema, cols func(int) array.Builder, skip int) error {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("not JSON: %w", err)
-	}
-	if dec.More() {
-		return errors.New("more than one JSON value")
-	}
-	obj, ok := v.(map[string]any)
-	if n.wrapped {
-		obj = map[string]any{ColValue: v}
-	} else if !ok {
-		return fmt.Errorf("a %T, not an object", v)
+	obj, err := parseJSON(n, payload)
+	if err != nil {
+		return err
 	}
 	index := func(name string) int {
 		if idx := as.FieldIndices(name); len(idx) == 1 {
@@ -358,21 +347,51 @@ func decodeJSON(n *jsonNode, payload []byte, as *arrow.Schema, cols func(int) ar
 		}
 		return -1
 	}
-	if err := jsonFields(n, obj, index, nil, 0, -1); err != nil {
-		return err
-	}
-	if err := jsonFields(n, obj, index, cols, as.NumFields(), skip); err != nil {
+	if err := jsonFields(n, obj, index, cols, as.NumFields(), skips(skip)); err != nil {
 		return fmt.Errorf("%w: %v", errAppend, err)
 	}
 	return nil
 }
 
+// parseJSON parses payload and checks it whole against n; the object it
+// returns (a value that is not an object wrapped as {"value": …}) then
+// appends without failing.
+func parseJSON(n *jsonNode, payload []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	obj, ok := v.(map[string]any)
+	if n.wrapped {
+		obj = map[string]any{ColValue: v}
+	} else if !ok {
+		return nil, fmt.Errorf("a %T, not an object", v)
+	}
+	if err := jsonFields(n, obj, nil, nil, 0, nil); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// skips is the one column index skip as a list (none when negative).
+func skips(skip int) []int {
+	if skip < 0 {
+		return nil
+	}
+	return []int{skip}
+}
+
 // jsonFields checks (child nil) or appends an object's properties to the
 // children of a struct; children the node has no property for are null.
-func jsonFields(n *jsonNode, obj map[string]any, index func(string) int, child func(int) array.Builder, width, skip int) error {
+func jsonFields(n *jsonNode, obj map[string]any, index func(string) int, child func(int) array.Builder, width int, skip []int) error {
 	written := make([]bool, width)
-	if skip >= 0 {
-		written[skip] = true
+	for _, j := range skip {
+		written[j] = true
 	}
 	for i, name := range n.names {
 		var b array.Builder
@@ -491,7 +510,7 @@ func jsonValue(n *jsonNode, v any, b array.Builder) error {
 		}
 		sb, _ := b.(*array.StructBuilder)
 		if sb == nil {
-			return jsonFields(n, obj, nil, nil, 0, -1)
+			return jsonFields(n, obj, nil, nil, 0, nil)
 		}
 		sb.Append(true)
 		st := sb.Type().(*arrow.StructType)
@@ -500,7 +519,7 @@ func jsonValue(n *jsonNode, v any, b array.Builder) error {
 				return i
 			}
 			return -1
-		}, sb.FieldBuilder, sb.NumField(), -1)
+		}, sb.FieldBuilder, sb.NumField(), nil)
 	case jsUnion:
 		// The first branch the value fits is the one set.
 		for i, m := range n.members {

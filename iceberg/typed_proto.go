@@ -164,7 +164,7 @@ func decodeProto(md protoreflect.MessageDescriptor, payload []byte, as *arrow.Sc
 				return idx[0]
 			}
 			return -1
-		}, cols, as.NumFields(), skip)
+		}, cols, as.NumFields(), skips(skip))
 	})
 }
 
@@ -183,10 +183,10 @@ func appendChecked(f func()) (err error) {
 // appendProtoFields appends msg's fields to the children of a struct
 // (index by name, builders by index, n children); children the message
 // has no field for are null.
-func appendProtoFields(msg protoreflect.Message, index func(string) int, child func(int) array.Builder, n, skip int) {
+func appendProtoFields(msg protoreflect.Message, index func(string) int, child func(int) array.Builder, n int, skip []int) {
 	written := make([]bool, n)
-	if skip >= 0 {
-		written[skip] = true
+	for _, j := range skip {
+		written[j] = true
 	}
 	md := msg.Descriptor()
 	oneofs := md.Oneofs()
@@ -298,7 +298,7 @@ func appendProtoSingle(fd protoreflect.FieldDescriptor, v protoreflect.Value, b 
 			return i
 		}
 		return -1
-	}, sb.FieldBuilder, sb.NumField(), -1)
+	}, sb.FieldBuilder, sb.NumField(), nil)
 }
 
 func appendProtoScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value, b array.Builder) {

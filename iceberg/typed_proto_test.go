@@ -214,7 +214,7 @@ func TestTypedSchemaLatest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, "unknown_schema: subject orders-value has no live schema") {
+		if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, "unknown_schema: the value subject orders-value has no live schema") {
 			t.Errorf("dead letters %s", got)
 		}
 	})

@@ -1,11 +1,12 @@
 package iceberg
 
 import (
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"floe/kafkaproto"
 )
@@ -86,45 +87,51 @@ func newTypedBuilder(as *arrow.Schema) *typedBuilder {
 	}
 }
 
-// addAvro appends one record whose value payload (the wire format's
-// prefix cut) decodes with n; an error means it does not, and nothing
-// was appended. A nil n appends a row with every value column null (a
-// tombstone).
-func (b *typedBuilder) addAvro(rec *rawRecord, n *avroNode, payload []byte) error {
-	if n == nil {
-		for j := 0; j < b.b.Schema().NumFields(); j++ {
-			if j != b.kafka {
+// add appends one record: its value by vapp into the top-level columns
+// (nil: every value column null, a tombstone), its key by kapp into _key
+// when the table has it (nil: a null _key), and its _kafka struct. Both
+// were checked whole: an error is a bug (errAppend).
+func (b *typedBuilder) add(rec *rawRecord, vapp, kapp appender, size int) error {
+	sc := b.b.Schema()
+	skip := []int{b.kafka}
+	keyIdx := -1
+	if idx := sc.FieldIndices(ColTypedKey); len(idx) == 1 {
+		keyIdx = idx[0]
+		skip = append(skip, keyIdx)
+	}
+	if vapp == nil {
+		for j := 0; j < sc.NumFields(); j++ {
+			if !slices.Contains(skip, j) {
 				b.b.Field(j).AppendNull()
 			}
 		}
-	} else if err := decodeAvro(n, payload, b.b.Field); err != nil {
+	} else if err := vapp(func(name string) int {
+		if idx := sc.FieldIndices(name); len(idx) == 1 {
+			return idx[0]
+		}
+		return -1
+	}, b.b.Field, sc.NumFields(), skip); err != nil {
 		return err
 	}
-	b.addKafka(rec)
-	b.bytes += len(payload)
-	return nil
-}
-
-// addProto appends one record whose value payload (prefix and message
-// indexes cut) decodes as md; an error means it does not, and nothing was
-// appended.
-func (b *typedBuilder) addProto(rec *rawRecord, md protoreflect.MessageDescriptor, payload []byte) error {
-	if err := decodeProto(md, payload, b.b.Schema(), b.b.Field, b.kafka); err != nil {
-		return err
+	if keyIdx >= 0 {
+		kb := b.b.Field(keyIdx).(*array.StructBuilder)
+		if kapp == nil {
+			kb.AppendNull()
+		} else {
+			kb.Append(true)
+			st := kb.Type().(*arrow.StructType)
+			if err := kapp(func(name string) int {
+				if i, ok := st.FieldIdx(name); ok {
+					return i
+				}
+				return -1
+			}, kb.FieldBuilder, kb.NumField(), nil); err != nil {
+				return err
+			}
+		}
 	}
 	b.addKafka(rec)
-	b.bytes += len(payload)
-	return nil
-}
-
-// addJSON appends one record whose value payload (prefix cut) fits the
-// JSON Schema n; an error means it does not, and nothing was appended.
-func (b *typedBuilder) addJSON(rec *rawRecord, n *jsonNode, payload []byte) error {
-	if err := decodeJSON(n, payload, b.b.Schema(), b.b.Field, b.kafka); err != nil {
-		return err
-	}
-	b.addKafka(rec)
-	b.bytes += len(payload)
+	b.bytes += size
 	return nil
 }
 

@@ -28,7 +28,10 @@
 // Rooms: convert.go (the cycle, the walk over records), layout.go and
 // rows.go (binary tables), typed_config.go (the modes), typed_avro.go
 // (Avro schemas as Iceberg columns), typed_decode.go (Avro payloads into
-// Arrow), typed_rows.go (typed layout), typed_convert.go (the typed cycle
-// and evolution), dlq.go (dead letters), catalog.go, rest.go,
-// maintenance.go, metrics.go.
+// Arrow), typed_proto.go and typed_json.go (Protobuf and JSON Schema, the
+// same), typed_infer.go (json mode's inferred columns), typed_rows.go
+// (typed layout), typed_route.go (a record's key and value resolved,
+// checked and appended, or sent to the dead letters), typed_convert.go
+// (the typed cycle: segments, evolution, rounds, commits), dlq.go (dead
+// letters), catalog.go, rest.go, maintenance.go, metrics.go.
 package iceberg

@@ -665,6 +665,85 @@ message Order {
 	})
 }
 
+// TestIcebergTypedJSONKeys: floe.iceberg.value.mode=json and
+// floe.iceberg.key.mode=json against floe dev: no registry, columns
+// inferred from the values and a _key struct from the keys, the table
+// evolving as new fields come; iceberg-go and DuckDB read the same rows
+// (DuckDB over the data files, which differ in columns as the table
+// evolved: union_by_name, where an engine reading the table would use its
+// schema).
+func TestIcebergTypedJSONKeys(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
+	const topic = "typed.plain"
+	createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{"floe.iceberg.enabled": ptr("true"),
+		"floe.iceberg.value.mode": ptr("json"), "floe.iceberg.key.mode": ptr("json")})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, kv := range [][2]string{
+		{`{"region":"eu"}`, `{"amount":1.5,"sku":"a"}`},
+		{`{"region":"us","shard":3}`, `{"amount":2,"tags":["x","y"]}`},
+		{``, `{"amount":3.25,"sku":"c"}`},
+		{`{"region":"eu"}`, `[1,2]`},
+	} {
+		r := &kgo.Record{Value: []byte(kv[1])}
+		if kv[0] != "" {
+			r.Key = []byte(kv[0])
+		}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+dev.HTTPAddr+"/iceberg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := waitTyped(t, ctx, cat, "typed_plain", 3, 1)
+	want := `{"_kafka":{"offset":0},"_key":{"region":"eu","shard":null},"amount":1.5,"sku":"a","tags":null}` + "\n" +
+		`{"_kafka":{"offset":1},"_key":{"region":"us","shard":3},"amount":2,"sku":null,"tags":["x","y"]}` + "\n" +
+		`{"_kafka":{"offset":2},"_key":null,"amount":3.25,"sku":"c","tags":null}`
+	got := strings.Split(typedJSON(t, ctx, tbl), "\n")
+	sort.Strings(got)
+	if strings.Join(got, "\n") != want {
+		t.Errorf("iceberg-go:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, task := range tasks {
+		u, _ := url.Parse(task.File.FilePath())
+		files = append(files, u.Path)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT concat_ws(' ', _kafka.offset, coalesce(_key.region, 'null'), coalesce(CAST(_key.shard AS VARCHAR), 'null'),
+		amount, coalesce(sku, 'null'), coalesce(CAST(tags AS VARCHAR), 'null'))
+		FROM read_parquet(`+duckdbPathList(files)+`, hive_partitioning = false, union_by_name = true) ORDER BY _kafka.offset`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	if got, want := strings.Join(lines, "\n"), "0 eu null 1.5 a null\n1 us 3 2.0 null [x, y]\n2 null null 3.25 c null"; got != want {
+		t.Errorf("DuckDB:\n%s\nwant\n%s", got, want)
+	}
+}
+
 // typedJSON is a table's rows as Arrow's JSON lines, but for _kafka's
 // offset only of the Kafka columns.
 func typedJSON(t *testing.T, ctx context.Context, tbl *table.Table) string {

@@ -72,7 +72,8 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 // transaction ends and offset commits now and then (a produce that times out
 // after it was applied, a commit refused before it was), so that ops end with
 // unknown outcomes and clients crash; the history must still check valid:
-// the recorder must never claim what it does not know.
+// the recorder must never claim what it does not know. A sarama assign and a
+// sarama subscribe worker run among the franz-go ones.
 func TestWorkloadUnderKfakeFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 10 seconds")
@@ -85,6 +86,7 @@ func TestWorkloadUnderKfakeFaults(t *testing.T) {
 	defer c.Close()
 	cfg := testConfig(c, 10*time.Second)
 	cfg.OpTimeout = time.Second
+	cfg.Workers, cfg.SaramaWorkers = 8, 2
 
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -21,8 +21,9 @@ import (
 	"floe/proof/history"
 )
 
-// saramaVersion is the Kafka version sarama speaks: idempotence needs 0.11
-// or later; 3.6 is what floe and kfake both serve.
+// saramaVersion is the Kafka version sarama speaks, from which it picks its
+// request versions: idempotence needs 0.11 or later; kfake serves 3.6's, and
+// floe's own sarama tests run 2.8's and 4.0's on either side of it.
 var saramaVersion = sarama.V3_6_0_0
 
 // saramaClient is a sarama worker's client: an idempotent sync producer and a
@@ -42,8 +43,8 @@ type saramaClient struct {
 	// first poll of a key from the key's start and closed when the key is
 	// dropped, so that a key assigned again starts over.
 	parts map[history.Key]sarama.PartitionConsumer
-	// inflight counts sends whose op timed out but whose SendMessage has not
-	// returned; close waits for them after closing the producer.
+	// inflight counts the sends in flight, among them those whose op gave
+	// up at its timeout; close waits for them after closing the producer.
 	inflight sync.WaitGroup
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	havro "github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // errUnmappable marks a writer schema that has no Iceberg form (a
@@ -76,8 +77,9 @@ type avroNode struct {
 
 // avroMapper turns a writer schema into an Iceberg type and a node tree.
 type avroMapper struct {
-	nextID int
-	stack  []string // full names of the records being mapped (recursion)
+	nextID  int
+	stack   []string                         // full names of the records being mapped (recursion)
+	renames map[protoreflect.FullName]string // Protobuf fields renamed to their number's column
 }
 
 func (m *avroMapper) id() int { m.nextID++; return m.nextID }

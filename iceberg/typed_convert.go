@@ -354,7 +354,7 @@ func (w *typedWrite) protoMessage(key string, find func() (protoreflect.MessageD
 	md, err := find()
 	if err != nil {
 		pm.reason, pm.err = reasonDecode, fmt.Errorf("schema %s: %w", key, err)
-	} else if pm.ice, err = protoValueSchema(md); err != nil {
+	} else if pm.ice, _, err = protoValueSchema(md, nil); err != nil {
 		pm.reason, pm.err = reasonUnmappable, fmt.Errorf("schema %s: %w", key, err)
 	}
 	pm.md = md

@@ -27,19 +27,43 @@ import (
 // proto3 scalars without presence read their default, as proto3 does.
 
 // protoValueSchema maps a message to the value columns of a typed table.
-func protoValueSchema(md protoreflect.MessageDescriptor) (*iceberg.Schema, error) {
-	m := &avroMapper{}
-	t, err := m.protoMessage(md)
+// Each column records its field number in its doc ("protobuf field N"):
+// given the table's schema (else nil), a field the table has no column
+// for, whose number a column of the same message has, is that column (a
+// renamed field keeps filling it); renames maps such fields' full names
+// to their columns.
+func protoValueSchema(md protoreflect.MessageDescriptor, table *iceberg.Schema) (*iceberg.Schema, map[protoreflect.FullName]string, error) {
+	m := &avroMapper{renames: map[protoreflect.FullName]string{}}
+	var tst *iceberg.StructType
+	if table != nil {
+		st := table.AsStruct()
+		tst = &st
+	}
+	t, err := m.protoMessage(md, tst)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := t.(*iceberg.StructType)
 	for _, f := range st.FieldList {
 		if f.Name == ColKafka {
-			return nil, fmt.Errorf("%w: value field %s: the name holds the Kafka metadata", errUnmappable, ColKafka)
+			return nil, nil, fmt.Errorf("%w: value field %s: the name holds the Kafka metadata", errUnmappable, ColKafka)
 		}
 	}
-	return iceberg.NewSchema(0, st.FieldList...), nil
+	return iceberg.NewSchema(0, st.FieldList...), m.renames, nil
+}
+
+// protoDoc is the doc of a Protobuf field's column: its number.
+func protoDoc(fd protoreflect.FieldDescriptor) string {
+	return fmt.Sprintf("protobuf field %d", fd.Number())
+}
+
+// protoColumn is the column of field fd: its name, or the column of its
+// number it was renamed to.
+func protoColumn(renames map[protoreflect.FullName]string, fd protoreflect.FieldDescriptor) string {
+	if c, ok := renames[fd.FullName()]; ok {
+		return c
+	}
+	return string(fd.Name())
 }
 
 // wktScalar is the column type of a well-known message that is one value.
@@ -82,7 +106,7 @@ func protoScalar(fd protoreflect.FieldDescriptor) iceberg.Type {
 	return nil
 }
 
-func (m *avroMapper) protoMessage(md protoreflect.MessageDescriptor) (iceberg.Type, error) {
+func (m *avroMapper) protoMessage(md protoreflect.MessageDescriptor, table *iceberg.StructType) (iceberg.Type, error) {
 	if t, ok := wktScalar(md); ok {
 		return t, nil
 	}
@@ -98,11 +122,27 @@ func (m *avroMapper) protoMessage(md protoreflect.MessageDescriptor) (iceberg.Ty
 	fields := md.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		t, err := m.protoField(fd)
+		name := string(fd.Name())
+		var tt iceberg.Type
+		if od := fd.ContainingOneof(); table != nil && (od == nil || od.IsSynthetic()) {
+			if fieldIndex(table, name) < 0 {
+				for _, c := range table.FieldList {
+					if c.Doc == protoDoc(fd) && fields.ByName(protoreflect.Name(c.Name)) == nil {
+						name = c.Name
+						m.renames[fd.FullName()] = name
+						break
+					}
+				}
+			}
+			if j := fieldIndex(table, name); j >= 0 {
+				tt = table.FieldList[j].Type
+			}
+		}
+		t, err := m.protoField(fd, tt)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", md.FullName(), fd.Name(), err)
 		}
-		f := iceberg.NestedField{ID: m.id(), Name: string(fd.Name()), Type: t}
+		f := iceberg.NestedField{ID: m.id(), Name: name, Type: t, Doc: protoDoc(fd)}
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
 			o, ok := oneofs[od.FullName()]
 			if !ok {
@@ -121,10 +161,14 @@ func (m *avroMapper) protoMessage(md protoreflect.MessageDescriptor) (iceberg.Ty
 	return st, nil
 }
 
-func (m *avroMapper) protoField(fd protoreflect.FieldDescriptor) (iceberg.Type, error) {
+func (m *avroMapper) protoField(fd protoreflect.FieldDescriptor, table iceberg.Type) (iceberg.Type, error) {
 	if fd.IsMap() {
 		kt := protoScalar(fd.MapKey())
-		vt, err := m.protoSingle(fd.MapValue())
+		var tv iceberg.Type
+		if mt, ok := table.(*iceberg.MapType); ok {
+			tv = mt.ValueType
+		}
+		vt, err := m.protoSingle(fd.MapValue(), tv)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +177,10 @@ func (m *avroMapper) protoField(fd protoreflect.FieldDescriptor) (iceberg.Type, 
 		}
 		return &iceberg.MapType{KeyID: m.id(), KeyType: kt, ValueID: m.id(), ValueType: vt}, nil
 	}
-	t, err := m.protoSingle(fd)
+	if lt, ok := table.(*iceberg.ListType); ok && fd.IsList() {
+		table = lt.Element
+	}
+	t, err := m.protoSingle(fd, table)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +190,10 @@ func (m *avroMapper) protoField(fd protoreflect.FieldDescriptor) (iceberg.Type, 
 	return t, nil
 }
 
-func (m *avroMapper) protoSingle(fd protoreflect.FieldDescriptor) (iceberg.Type, error) {
+func (m *avroMapper) protoSingle(fd protoreflect.FieldDescriptor, table iceberg.Type) (iceberg.Type, error) {
 	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
-		return m.protoMessage(fd.Message())
+		st, _ := table.(*iceberg.StructType)
+		return m.protoMessage(fd.Message(), st)
 	}
 	return protoScalar(fd), nil
 }
@@ -159,7 +207,7 @@ func decodeProto(md protoreflect.MessageDescriptor, payload []byte, as *arrow.Sc
 		return fmt.Errorf("not a %s: %w", md.FullName(), err)
 	}
 	return appendChecked(func() {
-		appendProtoFields(msg, func(name string) int {
+		appendProtoFields(msg, nil, func(name string) int {
 			if idx := as.FieldIndices(name); len(idx) == 1 {
 				return idx[0]
 			}
@@ -183,7 +231,7 @@ func appendChecked(f func()) (err error) {
 // appendProtoFields appends msg's fields to the children of a struct
 // (index by name, builders by index, n children); children the message
 // has no field for are null.
-func appendProtoFields(msg protoreflect.Message, index func(string) int, child func(int) array.Builder, n int, skip []int) {
+func appendProtoFields(msg protoreflect.Message, renames map[protoreflect.FullName]string, index func(string) int, child func(int) array.Builder, n int, skip []int) {
 	written := make([]bool, n)
 	for _, j := range skip {
 		written[j] = true
@@ -196,12 +244,12 @@ func appendProtoFields(msg protoreflect.Message, index func(string) int, child f
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
 			continue
 		}
-		j := index(string(fd.Name()))
+		j := index(protoColumn(renames, fd))
 		if j < 0 {
 			panic(fmt.Sprintf("field %s: no column", fd.Name()))
 		}
 		written[j] = true
-		appendProtoField(msg, fd, child(j))
+		appendProtoField(msg, renames, fd, child(j))
 	}
 	for i := 0; i < oneofs.Len(); i++ {
 		od := oneofs.Get(i)
@@ -223,7 +271,7 @@ func appendProtoFields(msg protoreflect.Message, index func(string) int, child f
 		sb.Append(true)
 		for k := 0; k < sb.NumField(); k++ {
 			if st.Field(k).Name == string(set.Name()) {
-				appendProtoField(msg, set, sb.FieldBuilder(k))
+				appendProtoField(msg, renames, set, sb.FieldBuilder(k))
 			} else {
 				sb.FieldBuilder(k).AppendNull()
 			}
@@ -236,14 +284,14 @@ func appendProtoFields(msg protoreflect.Message, index func(string) int, child f
 	}
 }
 
-func appendProtoField(msg protoreflect.Message, fd protoreflect.FieldDescriptor, b array.Builder) {
+func appendProtoField(msg protoreflect.Message, renames map[protoreflect.FullName]string, fd protoreflect.FieldDescriptor, b array.Builder) {
 	switch {
 	case fd.IsMap():
 		mb := b.(*array.MapBuilder)
 		mb.Append(true)
 		msg.Get(fd).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
 			appendProtoScalar(fd.MapKey(), k.Value(), mb.KeyBuilder())
-			appendProtoSingle(fd.MapValue(), v, mb.ItemBuilder())
+			appendProtoSingle(renames, fd.MapValue(), v, mb.ItemBuilder())
 			return true
 		})
 	case fd.IsList():
@@ -251,16 +299,16 @@ func appendProtoField(msg protoreflect.Message, fd protoreflect.FieldDescriptor,
 		lb.Append(true)
 		l := msg.Get(fd).List()
 		for i := 0; i < l.Len(); i++ {
-			appendProtoSingle(fd, l.Get(i), lb.ValueBuilder())
+			appendProtoSingle(renames, fd, l.Get(i), lb.ValueBuilder())
 		}
 	case fd.HasPresence() && !msg.Has(fd):
 		b.AppendNull()
 	default:
-		appendProtoSingle(fd, msg.Get(fd), b)
+		appendProtoSingle(renames, fd, msg.Get(fd), b)
 	}
 }
 
-func appendProtoSingle(fd protoreflect.FieldDescriptor, v protoreflect.Value, b array.Builder) {
+func appendProtoSingle(renames map[protoreflect.FullName]string, fd protoreflect.FieldDescriptor, v protoreflect.Value, b array.Builder) {
 	if fd.Kind() != protoreflect.MessageKind && fd.Kind() != protoreflect.GroupKind {
 		appendProtoScalar(fd, v, b)
 		return
@@ -293,7 +341,7 @@ func appendProtoSingle(fd protoreflect.FieldDescriptor, v protoreflect.Value, b 
 	sb := b.(*array.StructBuilder)
 	sb.Append(true)
 	st := sb.Type().(*arrow.StructType)
-	appendProtoFields(m, func(name string) int {
+	appendProtoFields(m, renames, func(name string) int {
 		if i, ok := st.FieldIdx(name); ok {
 			return i
 		}

@@ -61,14 +61,14 @@ func protoMessageOf(t *testing.T, name string) protoreflect.MessageDescriptor {
 
 func TestProtoMapping(t *testing.T) {
 	md := protoMessageOf(t, "Order")
-	sc, err := protoValueSchema(md)
+	sc, _, err := protoValueSchema(md, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantCols := "id: long\nitem: string\nbig: decimal(20, 0)\nstatus: string\ntags: list<string>\nattrs: map<string, int>\n" +
-		"note: string\ncustomer: struct<11: name: optional string, 12: vip: optional boolean>\nplaced: timestamptz\ncoupon: string\n" +
-		"pay: struct<16: card: optional string, 18: points: optional long>\nextra: string\nttl: long\n" +
-		"others: list<struct<21: name: optional string, 22: vip: optional boolean>>\nsmall: long\nblob: binary"
+		"note: string\ncustomer: struct<11: name: optional string (protobuf field 1), 12: vip: optional boolean (protobuf field 2)>\nplaced: timestamptz\ncoupon: string\n" +
+		"pay: struct<16: card: optional string (protobuf field 11), 18: points: optional long (protobuf field 12)>\nextra: string\nttl: long\n" +
+		"others: list<struct<21: name: optional string (protobuf field 1), 22: vip: optional boolean (protobuf field 2)>>\nsmall: long\nblob: binary"
 	if got := fieldsOf(sc); got != wantCols {
 		t.Errorf("columns\n%s\nwant\n%s", got, wantCols)
 	}
@@ -105,7 +105,7 @@ func TestProtoMapping(t *testing.T) {
 	if got := strings.TrimSpace(buf.String()); got != want {
 		t.Errorf("rows\n%s\nwant\n%s", got, want)
 	}
-	if _, err := protoValueSchema(protoMessageOf(t, "Node")); err == nil || !strings.Contains(err.Error(), "recursive") {
+	if _, _, err := protoValueSchema(protoMessageOf(t, "Node"), nil); err == nil || !strings.Contains(err.Error(), "recursive") {
 		t.Errorf("recursive message: %v", err)
 	}
 }
@@ -218,4 +218,46 @@ func TestTypedSchemaLatest(t *testing.T) {
 			t.Errorf("dead letters %s", got)
 		}
 	})
+}
+
+// TestTypedProtobufRename: a Protobuf field renamed in a later schema
+// (same number) keeps filling its column, nested messages too.
+func TestTypedProtobufRename(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeSchemaIDPrefix})
+	s1 := "syntax = \"proto3\";\npackage r;\nmessage O { int64 id = 1; string name = 2; S ship = 3; }\nmessage S { string city = 1; }\n"
+	s2 := "syntax = \"proto3\";\npackage r;\nmessage O { int64 id = 1; string customer = 2; S ship = 3; string extra = 4; }\nmessage S { string town = 1; }\n"
+	e.call("PUT", "/config/orders-value", map[string]any{"compatibility": "NONE"}, nil)
+	enc := func(schema, js string) []byte {
+		var out struct{ ID int }
+		e.call("POST", "/subjects/orders-value/versions", map[string]any{"schema": schema, "schemaType": "PROTOBUF"}, &out)
+		sc, err := protobuf.New().Parse(schema, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := dynamicpb.NewMessage(sc.(*protobuf.Schema).Descriptor().Messages().ByName("O"))
+		if err := protojson.Unmarshal([]byte(js), msg); err != nil {
+			t.Fatal(err)
+		}
+		payload, _ := proto.Marshal(msg)
+		var h sr.ConfluentHeader
+		b, _ := h.AppendEncode(nil, out.ID, []int{0})
+		return append(b, payload...)
+	}
+	e.produce(enc(s1, `{"id":"1","name":"ada","ship":{"city":"Oslo"}}`), enc(s2, `{"id":"2","customer":"bob","ship":{"town":"Rome"},"extra":"x"}`))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols := fieldsOf(tbl.Schema()); strings.Contains(cols, "customer") || strings.Contains(cols, "town") || !strings.Contains(cols, "extra") {
+		t.Errorf("columns\n%s", cols)
+	}
+	got := strings.Join(e.rows(tbl, "_kafka.offset", "id", "name", "ship", "extra"), "\n")
+	want := `{"_kafka":{"offset":0},"extra":null,"id":1,"name":"ada","ship":{"city":"Oslo"}}` + "\n" +
+		`{"_kafka":{"offset":1},"extra":"x","id":2,"name":"bob","ship":{"city":"Rome"}}`
+	if got != want {
+		t.Errorf("rows\n%s\nwant\n%s", got, want)
+	}
 }

@@ -96,7 +96,9 @@ func (w *typedWrite) resolve(v []byte, isKey bool, cur *table.Table) (resolved, 
 // plan is how a (value schema, key schema) pair is laid out in the
 // table's schema of one segment: Avro nodes bound to the columns.
 type plan struct {
-	val, key *avroNode
+	val, key   *avroNode
+	valRenames map[protoreflect.FullName]string // Protobuf fields renamed to their number's column
+	keyRenames map[protoreflect.FullName]string
 }
 
 // route appends r to the typed table's batch or to the dead-letter
@@ -130,18 +132,24 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		ice := iceberg.NewSchema(0)
 		if !val.null {
 			ice = val.ws.ice
-			if val.ws.avro != nil {
+			switch {
+			case val.ws.avro != nil:
 				// A node of its own per segment (bind fills it), its
 				// fields renamed to the columns their aliases name.
 				ice, pl.val, _ = avroValueSchema(val.ws.avro, cur.Schema())
+			case val.ws.md != nil:
+				ice, pl.valRenames, _ = protoValueSchema(val.ws.md, cur.Schema())
 			}
 		}
 		// A null key adds nothing: _key comes with the first key (an
 		// empty struct would be an empty Parquet group).
 		if keyTyped && !k.null {
 			kice := k.ws.ice
-			if k.ws.avro != nil {
+			switch {
+			case k.ws.avro != nil:
 				kice, pl.key, _ = avroValueSchema(k.ws.avro, keyTableSchema(cur))
+			case k.ws.md != nil:
+				kice, pl.keyRenames, _ = protoValueSchema(k.ws.md, keyTableSchema(cur))
 			}
 			// The key's placeholder ids, moved past the value's.
 			next := ice.HighestFieldID() + 1
@@ -185,13 +193,13 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		}
 		plans[pkey] = pl
 	}
-	vapp, err := prepare(val, pl.val)
+	vapp, err := prepare(val, pl.val, pl.valRenames)
 	if err != nil {
 		return false, w.dead(r, reasonDecode, fmt.Sprintf("the value (schema %s): %v", val.key, err))
 	}
 	var kapp appender
 	if keyTyped {
-		if kapp, err = prepare(k, pl.key); err != nil {
+		if kapp, err = prepare(k, pl.key, pl.keyRenames); err != nil {
 			return false, w.dead(r, reasonDecode, fmt.Sprintf("the key (schema %s): %v", k.key, err))
 		}
 	}
@@ -216,7 +224,7 @@ type appender func(index func(string) int, cols func(int) array.Builder, width i
 
 // prepare checks one side of a record whole against its schema and
 // returns what appends it; an error means it does not decode.
-func prepare(res resolved, n *avroNode) (appender, error) {
+func prepare(res resolved, n *avroNode, renames map[protoreflect.FullName]string) (appender, error) {
 	if res.null {
 		return nil, nil
 	}
@@ -228,7 +236,7 @@ func prepare(res resolved, n *avroNode) (appender, error) {
 			return nil, fmt.Errorf("not a %s: %w", ws.md.FullName(), err)
 		}
 		return func(index func(string) int, cols func(int) array.Builder, width int, skip []int) error {
-			return appendChecked(func() { appendProtoFields(msg, index, cols, width, skip) })
+			return appendChecked(func() { appendProtoFields(msg, renames, index, cols, width, skip) })
 		}, nil
 	case ws.jnode != nil:
 		obj, err := parseJSON(ws.jnode, res.payload)

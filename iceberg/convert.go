@@ -64,7 +64,10 @@ type ConverterConfig struct {
 // packs a data file's Arrow batches, up to TargetFileSize of them, before
 // it writes the file, and the next batch is being built meanwhile (up to
 // 8 MiB of records). The index row being decoded comes on top: a row of a
-// merged object is up to the compactor's --max-merge-bytes.
+// merged object is up to the compactor's --max-merge-bytes. A typed
+// table's cycle splits the file size, 7/8 to the table's writer and 1/8
+// to its dead-letter table's, which packs a file meanwhile; its
+// dead-letter batches (1 MiB) come on top of the table's.
 func (c ConverterConfig) MemoryBytes() int64 { return c.TargetFileSize + batchBytes }
 
 // DefaultConverterConfig returns production defaults: a 60 s freshness.

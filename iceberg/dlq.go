@@ -63,6 +63,17 @@ func newDLQBuilder(as *arrow.Schema) *dlqBuilder {
 	return &dlqBuilder{batchBuilder: b, why: b.b.Field(as.NumFields() - 1).(*array.StringBuilder)}
 }
 
+// dlqBatchBytes cuts dead-letter batches small: they are held beside the
+// typed table's (ConverterConfig.MemoryBytes).
+const dlqBatchBytes = batchBytes / 8
+
+func (b *dlqBuilder) full() bool { return b.n >= batchRows || b.bytes >= dlqBatchBytes }
+
+// dlqFileSize is the part of the target file size a typed cycle gives its
+// dead-letter writer, which packs a file while the table's writer packs
+// one: the two together stay within TargetFileSize.
+func dlqFileSize(target int64) int64 { return max(target/8, 1) }
+
 func (b *dlqBuilder) addDLQ(r *rawRecord, reason, detail string) {
 	b.add(r.partition, r.offset, r.ts, r.tsType, r.r)
 	b.why.Append(reason + ": " + detail)

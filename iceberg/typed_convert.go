@@ -255,8 +255,9 @@ func (w *typedWrite) run(tbl *table.Table, spans []*span) (*table.Transaction, [
 		if err != nil {
 			return nil, nil, err
 		}
+		fileSize := w.c.cfg.TargetFileSize - dlqFileSize(w.c.cfg.TargetFileSize)
 		for df, err := range table.WriteRecords(w.ctx, cur, as, w.segment(cur, as, pull),
-			table.WithTargetFileSize(w.c.cfg.TargetFileSize)) {
+			table.WithTargetFileSize(fileSize)) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("write: %w", err)
 			}
@@ -499,7 +500,7 @@ func (w *typedWrite) dead(r *rawRecord, reason, detail string) error {
 			return err
 		}
 		w.dlqB = newDLQBuilder(as)
-		w.dlqW = startDLQWriter(w.ctx, w.dlq, as, w.c.cfg.TargetFileSize)
+		w.dlqW = startDLQWriter(w.ctx, w.dlq, as, dlqFileSize(w.c.cfg.TargetFileSize))
 	}
 	w.dlqB.addDLQ(r, reason, detail)
 	w.reasons[reason]++

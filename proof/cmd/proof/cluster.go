@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,4 +272,37 @@ func (c *cluster) minioPort() int {
 	_, port, _ := strings.Cut(strings.TrimPrefix(c.mi.Endpoint, "http://"), ":")
 	n, _ := strconv.Atoi(port)
 	return n
+}
+
+// runDirPrefix names a run's directory in the temp dir, with the runner's
+// pid after it.
+const runDirPrefix = "floe-proof-"
+
+// cleanStaleRuns stops the PostgreSQL of runs whose runner died without
+// its cleanup (pg_ctl's postmaster outlives it; MinIO, the agents and the
+// compactor die with it) and removes their directories.
+func cleanStaleRuns(log *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), runDirPrefix+"*-*"))
+	for _, d := range dirs {
+		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), runDirPrefix), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pidStr); err == nil || pid == os.Getpid() {
+			continue // its runner is alive
+		}
+		data := filepath.Join(d, "pg", "data")
+		if _, err := os.Stat(filepath.Join(data, "postmaster.pid")); err == nil {
+			if bin, err := pgtest.BinDir(); err == nil {
+				out, err := exec.Command("runuser", "-u", "postgres", "--", filepath.Join(bin, "pg_ctl"), "stop", "-m", "immediate", "-w", "-D", data).CombinedOutput()
+				if err != nil {
+					log.Warn("stop a dead run's postgres", "dir", d, "err", err, "out", string(out))
+				}
+			}
+		}
+		if err := os.RemoveAll(d); err != nil {
+			log.Warn("remove a dead run's directory", "dir", d, "err", err)
+		}
+	}
 }

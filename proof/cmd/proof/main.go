@@ -101,7 +101,8 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log.Info("proof", "seed", cfg.Seed, "duration", cfg.Duration, "replay", fmt.Sprintf("-seed %d", cfg.Seed))
-	dir, err := os.MkdirTemp("", "floe-proof-")
+	cleanStaleRuns(log)
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", runDirPrefix, os.Getpid()))
 	if err != nil {
 		return outcome{}, err
 	}

@@ -78,8 +78,14 @@ type Config struct {
 	Gap time.Duration
 	// Hold is the longest time a fault lasts ([Hold/4, Hold]; 15s). Pauses
 	// of agents last at least twice AgentTTL, whatever Hold.
-	Hold   time.Duration
-	Logger *slog.Logger
+	Hold time.Duration
+	// Concurrency is how many schedules run at once (1): each picks its
+	// faults from its own random stream, and a fault whose targets another
+	// one holds is skipped, so that faults overlap but never act on one
+	// process or namespace twice. With more than one, which faults overlap
+	// depends on timing: a seed no longer replays the schedule exactly.
+	Concurrency int
+	Logger      *slog.Logger
 }
 
 // Event is one line of the timeline.
@@ -97,12 +103,12 @@ type Event struct {
 type Nemesis struct {
 	c     Cluster
 	cfg   Config
-	rng   *rand.Rand
 	start time.Time
 
-	mu       sync.Mutex // guards timeline and injected
+	mu       sync.Mutex // guards timeline, injected and busy
 	timeline []Event
 	injected map[Kind]int
+	busy     map[string]bool // targets of the faults in progress
 }
 
 // New returns a nemesis; Run starts its schedule.
@@ -119,6 +125,7 @@ func New(c Cluster, cfg Config) *Nemesis {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Concurrency = max(cfg.Concurrency, 1)
 	var kinds []Kind
 	for _, k := range cfg.Kinds {
 		if k == Delay && (c.Net == nil || !c.Net.Netem) {
@@ -128,7 +135,7 @@ func New(c Cluster, cfg Config) *Nemesis {
 		kinds = append(kinds, k)
 	}
 	cfg.Kinds = kinds
-	return &Nemesis{c: c, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65)), injected: map[Kind]int{}}
+	return &Nemesis{c: c, cfg: cfg, injected: map[Kind]int{}, busy: map[string]bool{}}
 }
 
 // Timeline returns the events so far.
@@ -163,44 +170,76 @@ func (n *Nemesis) log(k Kind, action, target, detail string, err error) {
 	n.cfg.Logger.Info("nemesis", "kind", k, "action", action, "target", target, "detail", detail, "err", err)
 }
 
-func (n *Nemesis) between(max time.Duration) time.Duration {
+func between(rng *rand.Rand, max time.Duration) time.Duration {
 	lo := max / 4
-	return lo + time.Duration(n.rng.Int64N(int64(max-lo)+1))
+	return lo + time.Duration(rng.Int64N(int64(max-lo)+1))
 }
 
-// Run injects faults one at a time until ctx ends, each held then healed;
-// the fault in progress when ctx ends is healed before Run returns.
-// Faults follow Config.Kinds in a shuffled round, so that every kind
-// occurs once per round.
+// claim marks targets busy, false if one of them already is.
+func (n *Nemesis) claim(targets []string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range targets {
+		if n.busy[t] {
+			return false
+		}
+	}
+	for _, t := range targets {
+		n.busy[t] = true
+	}
+	return true
+}
+
+func (n *Nemesis) release(targets []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range targets {
+		delete(n.busy, t)
+	}
+}
+
+// Run runs Config.Concurrency schedules until ctx ends. Each injects
+// faults one at a time, each held then healed; the faults in progress when
+// ctx ends are healed before Run returns. A schedule follows Config.Kinds
+// in a shuffled round, so that every kind occurs once per round.
 func (n *Nemesis) Run(ctx context.Context) {
 	n.start = time.Now()
+	var wg sync.WaitGroup
+	for i := range n.cfg.Concurrency {
+		rng := rand.New(rand.NewPCG(n.cfg.Seed, 0x6e656d65+uint64(i)))
+		wg.Go(func() { n.schedule(ctx, rng) })
+	}
+	wg.Wait()
+}
+
+func (n *Nemesis) schedule(ctx context.Context, rng *rand.Rand) {
 	var round []Kind
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(n.between(n.cfg.Gap)):
+		case <-time.After(between(rng, n.cfg.Gap)):
 		}
 		if len(n.cfg.Kinds) == 0 {
 			continue
 		}
 		if len(round) == 0 {
 			round = append([]Kind(nil), n.cfg.Kinds...)
-			n.rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
 		k := round[0]
 		round = round[1:]
-		n.one(ctx, k)
+		n.one(ctx, rng, k)
 	}
 }
 
 // one injects a fault of kind k, holds it, and heals it.
-func (n *Nemesis) one(ctx context.Context, k Kind) {
-	hold := n.between(n.cfg.Hold)
-	agent := n.rng.IntN(len(n.c.Agents))
+func (n *Nemesis) one(ctx context.Context, rng *rand.Rand, k Kind) {
+	hold := between(rng, n.cfg.Hold)
+	agent := rng.IntN(len(n.c.Agents))
 	aname := fmt.Sprintf("agent%d", agent)
 	dirs := []Direction{Both, Inbound, Outbound}
-	dir := dirs[n.rng.IntN(len(dirs))]
+	dir := dirs[rng.IntN(len(dirs))]
 	var heal func(context.Context) error
 	var target, detail string
 	var err error
@@ -213,8 +252,8 @@ func (n *Nemesis) one(ctx context.Context, k Kind) {
 	// from PostgreSQL, say); for partition-agents, a minority or majority
 	// from the rest.
 	group := []int{agent}
-	if n.rng.IntN(2) == 1 {
-		group = n.rng.Perm(len(n.c.Agents))[:1+n.rng.IntN(len(n.c.Agents))]
+	if rng.IntN(2) == 1 {
+		group = rng.Perm(len(n.c.Agents))[:1+rng.IntN(len(n.c.Agents))]
 		slices.Sort(group)
 	}
 	partition := func(peersOf func(i int) []Peer) {
@@ -249,6 +288,28 @@ func (n *Nemesis) one(ctx context.Context, k Kind) {
 		err = t.Kill()
 		heal = t.Start
 	}
+	if k == PartitionAgents && len(group) == len(n.c.Agents) {
+		group = group[:len(group)-1] // someone must be on the other side
+	}
+	var claims []string
+	switch k {
+	case PartitionPostgres, PartitionMinIO, PartitionClients, PartitionAgents:
+		for _, i := range group {
+			claims = append(claims, fmt.Sprintf("agent%d", i))
+		}
+	case Loss, Delay, PauseAgent, KillAgent:
+		claims = []string{aname}
+	case KillCompactor:
+		claims = []string{"compactor"}
+	case RestartPostgres:
+		claims = []string{"postgres"}
+	case KillMinIO, PauseMinIO:
+		claims = []string{"minio"}
+	}
+	if !n.claim(claims) {
+		return // another schedule's fault holds a target
+	}
+	defer n.release(claims)
 	switch k {
 	case PartitionPostgres:
 		partition(fixed(Peer{IP: ip, RemotePort: n.c.PGPort}))
@@ -257,9 +318,6 @@ func (n *Nemesis) one(ctx context.Context, k Kind) {
 	case PartitionClients:
 		partition(fixed(Peer{IP: ip, LocalPort: n.c.KafkaPort}))
 	case PartitionAgents:
-		if len(group) == len(n.c.Agents) {
-			group = group[:len(group)-1] // someone must be on the other side
-		}
 		partition(func(int) []Peer {
 			var peers []Peer
 			for i := range n.c.Agents {
@@ -270,17 +328,17 @@ func (n *Nemesis) one(ctx context.Context, k Kind) {
 			return peers
 		})
 	case Loss:
-		p := 0.05 + 0.25*n.rng.Float64()
+		p := 0.05 + 0.25*rng.Float64()
 		target, detail = aname, fmt.Sprintf("loss %.0f%%", p*100)
 		var r *Rules
 		r, err = n.c.Net.Loss(ctx, agent, p)
 		heal = r.Heal
 	case Delay:
-		d := time.Duration(50+n.rng.IntN(450)) * time.Millisecond
+		d := time.Duration(50+rng.IntN(450)) * time.Millisecond
 		target, detail = aname, fmt.Sprintf("delay %v ± %v", d, d/4)
 		heal, err = n.c.Net.Delay(ctx, agent, d, d/4)
 	case PauseAgent:
-		hold = max(hold, 2*n.c.AgentTTL+n.between(n.c.AgentTTL))
+		hold = max(hold, 2*n.c.AgentTTL+between(rng, n.c.AgentTTL))
 		process(n.c.Agents[agent], true)
 	case KillAgent:
 		process(n.c.Agents[agent], false)

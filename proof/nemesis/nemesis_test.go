@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -87,5 +88,56 @@ func TestParseKinds(t *testing.T) {
 	}
 	if ks, _ := ParseKinds("all"); !slices.Equal(ks, AllKinds) {
 		t.Errorf("all: %v", ks)
+	}
+}
+
+// TestConcurrentSchedulesShareNoTarget: three schedules overlap their
+// faults, but never act on a target another one's fault holds.
+func TestConcurrentSchedulesShareNoTarget(t *testing.T) {
+	var mu sync.Mutex
+	down := map[string]bool{}
+	var overlaps, faults int
+	var violations []string
+	target := func(name string) *Funcs {
+		act := func(what string, up bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if up == !down[name] {
+				violations = append(violations, name+" "+what)
+			}
+			if !up {
+				faults++
+				if len(down) > 0 {
+					overlaps++
+				}
+				down[name] = true
+			} else {
+				delete(down, name)
+			}
+			return nil
+		}
+		return &Funcs{N: name, KillF: func() error { return act("kill", false) }, PauseF: func() error { return act("pause", false) },
+			ResF: func() error { return act("resume", true) }, StartF: func(context.Context) error { return act("start", true) }}
+	}
+	c := Cluster{
+		Agents:    []Target{target("agent0"), target("agent1"), target("agent2")},
+		Compactor: target("compactor"), Postgres: target("postgres"), MinIO: target("minio"),
+		AgentTTL: time.Millisecond,
+	}
+	n := New(c, Config{Seed: 1, Kinds: []Kind{PauseAgent, KillAgent, KillCompactor, RestartPostgres, KillMinIO, PauseMinIO},
+		Gap: time.Millisecond, Hold: 4 * time.Millisecond, Concurrency: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	n.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(violations) > 0 {
+		t.Errorf("a target acted on twice: %v", violations)
+	}
+	if len(down) > 0 {
+		t.Errorf("left down after Run: %v", down)
+	}
+	if faults < 20 || overlaps == 0 {
+		t.Errorf("%d faults, %d overlapping: want many, some overlapping", faults, overlaps)
 	}
 }

@@ -29,6 +29,7 @@ type config struct {
 	Kinds      []nemesis.Kind `json:"fault_kinds"`
 	Gap        time.Duration  `json:"fault_gap"`
 	Hold       time.Duration  `json:"fault_hold"`
+	Concurrent int            `json:"fault_schedules"`
 	Settle     time.Duration  `json:"settle"`
 	Iceberg    bool           `json:"iceberg_check"`
 	Checkpoint time.Duration  `json:"iceberg_checkpoint"`
@@ -51,6 +52,7 @@ func main() {
 	flag.StringVar(&kinds, "faults", "all", "comma-separated fault kinds (all: every kind)")
 	flag.DurationVar(&cfg.Gap, "fault-gap", 8*time.Second, "longest quiet time between two faults")
 	flag.DurationVar(&cfg.Hold, "fault-hold", 12*time.Second, "longest time a fault lasts")
+	flag.IntVar(&cfg.Concurrent, "fault-schedules", 1, "fault schedules running at once (more than 1: faults overlap, and a seed no longer replays the schedule exactly)")
 	flag.DurationVar(&cfg.Settle, "settle", 15*time.Second, "time without faults at the end of the run, before the final reads")
 	flag.BoolVar(&cfg.Iceberg, "iceberg", true, "read the topics' Iceberg tables after the run and check them against the history")
 	flag.DurationVar(&cfg.Checkpoint, "iceberg-checkpoint", 30*time.Second, "how often the tables are also read during the run (0: never)")
@@ -141,7 +143,7 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 		Net: nw, Compactor: c.compactor, Postgres: c.postgresTarget(), MinIO: c.minio,
 		Agents: targets(c.agents), PGPort: c.pgPort, MinIOPort: c.minioPort(), KafkaPort: kafkaPort, HTTPPort: httpPort,
 		AgentTTL: cfg.agentTTL,
-	}, nemesis.Config{Seed: cfg.Seed, Kinds: cfg.Kinds, Gap: cfg.Gap, Hold: cfg.Hold, Logger: log})
+	}, nemesis.Config{Seed: cfg.Seed, Kinds: cfg.Kinds, Gap: cfg.Gap, Hold: cfg.Hold, Concurrency: cfg.Concurrent, Logger: log})
 	nctx, ncancel := context.WithTimeout(ctx, cfg.Duration-cfg.Settle)
 	defer ncancel()
 	nemDone := make(chan struct{})

@@ -99,6 +99,7 @@ func (r report) markdown(histNote string) []byte {
 		{"seed", fmt.Sprint(r.cfg.Seed)}, {"duration", r.cfg.Duration.String()}, {"agents", fmt.Sprint(r.cfg.Agents)},
 		{"workers", fmt.Sprint(r.cfg.Workers)}, {"topics × partitions", fmt.Sprintf("%d × %d", r.cfg.Topics, r.cfg.Partitions)},
 		{"fault kinds", strings.Join(kinds, ", ")}, {"fault gap / hold (longest)", fmt.Sprintf("%v / %v", r.cfg.Gap, r.cfg.Hold)},
+		{"fault schedules at once", fmt.Sprint(max(r.cfg.Concurrent, 1))},
 		{"quiet end before the final reads", r.cfg.Settle.String()}, {"agent TTL (leases, coordinators)", r.cfg.agentTTL.String()},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], kv[1])
@@ -285,8 +286,9 @@ func (r report) latencyTable(window time.Duration) string {
 const scopeAndLimits = `
 ## Scope and known limits
 
-- **One fault at a time.** Each fault is held, then healed, with a quiet gap before the next; a
-  partition may cut off several agents at once, but two kinds never overlap.
+- **Overlaps.** Each fault schedule injects one fault at a time, held, then healed, with a quiet
+  gap before the next; a partition may cut off several agents at once. Faults of different kinds
+  overlap only with -fault-schedules above 1 (and never act on one target twice).
 - **Latency faults.** ` + "`delay`" + ` (tc netem) is left out where the kernel has no netem
   (this machine's has none); ` + "`loss`" + ` drops packets with iptables' statistic match instead.
 - **What is partitioned.** Agents only, each in its own network namespace. PostgreSQL, MinIO, the

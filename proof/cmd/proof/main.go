@@ -24,6 +24,7 @@ type config struct {
 	Seed       uint64         `json:"seed"`
 	Agents     int            `json:"agents"`
 	Workers    int            `json:"workers"`
+	Sarama     int            `json:"sarama_workers"`
 	Topics     int            `json:"topics"`
 	Partitions int            `json:"partitions"`
 	Kinds      []nemesis.Kind `json:"fault_kinds"`
@@ -47,6 +48,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the workload's and the nemesis's choices (0: a random one, printed)")
 	flag.IntVar(&cfg.Agents, "agents", 3, "floe agents, each in a network namespace of its own")
 	flag.IntVar(&cfg.Workers, "workers", 8, "workload clients")
+	flag.IntVar(&cfg.Sarama, "sarama-workers", 2, "how many of the assign and subscribe workers use sarama instead of franz-go")
 	flag.IntVar(&cfg.Topics, "topics", 2, "workload topics")
 	flag.IntVar(&cfg.Partitions, "partitions", 3, "partitions per topic")
 	flag.StringVar(&kinds, "faults", "all", "comma-separated fault kinds (all: every kind)")
@@ -165,7 +167,7 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 	}()
 	h, werr := workload.Run(ctx, workload.Config{
 		Brokers: c.addrs, TopicPrefix: keys.Prefix, Topics: cfg.Topics, Partitions: cfg.Partitions,
-		Workers: cfg.Workers, Duration: cfg.Duration, FinalTimeout: 90 * time.Second, Seed: cfg.Seed,
+		Workers: cfg.Workers, SaramaWorkers: cfg.Sarama, Duration: cfg.Duration, FinalTimeout: 90 * time.Second, Seed: cfg.Seed,
 		Logger: log,
 	})
 	ncancel()

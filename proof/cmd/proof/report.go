@@ -97,7 +97,7 @@ func (r report) markdown(histNote string) []byte {
 	}
 	for _, kv := range [][2]string{
 		{"seed", fmt.Sprint(r.cfg.Seed)}, {"duration", r.cfg.Duration.String()}, {"agents", fmt.Sprint(r.cfg.Agents)},
-		{"workers", fmt.Sprint(r.cfg.Workers)}, {"topics × partitions", fmt.Sprintf("%d × %d", r.cfg.Topics, r.cfg.Partitions)},
+		{"workers (of them sarama)", fmt.Sprintf("%d (%d)", r.cfg.Workers, r.cfg.Sarama)}, {"topics × partitions", fmt.Sprintf("%d × %d", r.cfg.Topics, r.cfg.Partitions)},
 		{"fault kinds", strings.Join(kinds, ", ")}, {"fault gap / hold (longest)", fmt.Sprintf("%v / %v", r.cfg.Gap, r.cfg.Hold)},
 		{"fault schedules at once", fmt.Sprint(max(r.cfg.Concurrent, 1))},
 		{"quiet end before the final reads", r.cfg.Settle.String()}, {"agent TTL (leases, coordinators)", r.cfg.agentTTL.String()},

@@ -4,7 +4,7 @@ package agent
 //
 // Partition count -1 means the agent default. Configs are checked as
 // AlterConfigs and IncrementalAlterConfigs check them, by the one table of
-// topic configs (checkTopicConfig in topics.go): a name that is no Kafka
+// topic configs (topicconfig.Check): a name that is no Kafka
 // (or floe.*) topic config, a value of the wrong type or range, a fixed
 // config's other values and a null value are INVALID_CONFIG in Kafka's
 // words; the rest are stored as given. Validate-only checks everything
@@ -54,6 +54,7 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/topicconfig"
 )
 
 func init() {
@@ -155,7 +156,7 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 		return kerr.InvalidConfig, "Null value not supported for topic configs: " + strings.Join(nulls, ",")
 	}
 	for _, name := range sortedKeys(configs) {
-		if why := checkTopicConfig(name, configs[name]); why != "" {
+		if why := topicconfig.Check(name, configs[name]); why != "" {
 			return kerr.InvalidConfig, why
 		}
 	}

@@ -2,7 +2,7 @@ package agent
 
 // DescribeConfigs (key 32), versions 0–4.
 //
-// Topics report every Kafka topic config (topicConfigDefs) plus any other
+// Topics report every Kafka topic config (topicconfig.Defs) plus any other
 // name CreateTopics stored: the topic's own value with source
 // DYNAMIC_TOPIC_CONFIG, else the value floe applies with source
 // DEFAULT_CONFIG. With IncludeSynonyms (v1+) each config lists the topic's
@@ -38,6 +38,7 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/topicconfig"
 )
 
 func init() {
@@ -184,8 +185,8 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 	names := sortedConfigNames(t)
 	out := make([]describedConfig, 0, len(names))
 	for _, name := range names {
-		d, known := topicConfigDefs[name]
-		dc := describedConfig{name: name, typ: topicConfigType(name), doc: d.doc}
+		d, known := topicconfig.Defs[name]
+		dc := describedConfig{name: name, typ: topicconfig.Type(name), doc: d.Doc}
 		if !known {
 			dc.doc = "Not a Kafka topic config: stored at creation by a floe that did not check names yet, with no effect."
 		}
@@ -201,12 +202,12 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 			dc.source = kmsg.ConfigSourceDynamicTopicConfig
 			add(name, v, dc.source)
 		}
-		if known && d.broker != "" {
+		if known && d.Broker != "" {
 			src := kmsg.ConfigSourceDefaultConfig
-			if b, ok := brokers[d.broker]; ok {
+			if b, ok := brokers[d.Broker]; ok {
 				src = b.source
 			}
-			add(d.broker, a.topicDefault(name), src)
+			add(d.Broker, a.topicDefault(name), src)
 			if !explicit {
 				dc.source = src
 			}
@@ -223,12 +224,12 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 // sortedConfigNames lists the Kafka topic configs and the topic's other
 // explicit configs, sorted.
 func sortedConfigNames(t metadata.Topic) []string {
-	names := make([]string, 0, len(topicConfigDefs)+len(t.Configs))
-	for n := range topicConfigDefs {
+	names := make([]string, 0, len(topicconfig.Defs)+len(t.Configs))
+	for n := range topicconfig.Defs {
 		names = append(names, n)
 	}
 	for n := range t.Configs {
-		if _, ok := topicConfigDefs[n]; !ok {
+		if _, ok := topicconfig.Defs[n]; !ok {
 			names = append(names, n)
 		}
 	}
@@ -256,7 +257,7 @@ func (a *Agent) brokerConfigs() []describedConfig {
 	long, integer, str, boolean := kmsg.ConfigTypeLong, kmsg.ConfigTypeInt, kmsg.ConfigTypeString, kmsg.ConfigTypeBoolean
 	cfg := &a.cfg
 	topicDefault := func(topicName string) (string, string) {
-		return a.topicDefault(topicName), topicConfigDefs[topicName].doc
+		return a.topicDefault(topicName), topicconfig.Defs[topicName].Doc
 	}
 	cs := []describedConfig{
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(cfg.AutoCreateTopics), source: static, typ: boolean,
@@ -329,7 +330,7 @@ func (a *Agent) brokerConfigs() []describedConfig {
 		{"log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms"},
 	} {
 		v, doc := topicDefault(tc.topic)
-		cs = append(cs, describedConfig{name: tc.broker, value: v, source: def, typ: topicConfigDefs[tc.topic].typ,
+		cs = append(cs, describedConfig{name: tc.broker, value: v, source: def, typ: topicconfig.Defs[tc.topic].Type,
 			doc: "The default of the topic config " + tc.topic + ". " + doc})
 	}
 	for i := range cs {

@@ -11,7 +11,7 @@ package agent
 // unset list starts from its default, as in Kafka; other types are
 // INVALID_CONFIG "Can't APPEND to key …"). Names that are no Kafka topic
 // config, values of the wrong type or range, and the values floe does not
-// implement of its fixed configs (topicConfigDefs) are INVALID_CONFIG in
+// implement of its fixed configs (topicconfig.Defs) are INVALID_CONFIG in
 // Kafka's words; the empty name is INVALID_REQUEST, an illegal one
 // INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 // The change is one store transaction on the stored configs
@@ -51,6 +51,7 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
+	"floe/topicconfig"
 )
 
 func init() {
@@ -223,11 +224,11 @@ func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []c
 	for _, c := range changes {
 		switch c.op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			if why := checkTopicConfig(c.name, *c.value); why != "" {
+			if why := topicconfig.Check(c.name, *c.value); why != "" {
 				return alterErr(kerr.InvalidConfig, "%s", why)
 			}
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if !isListConfig(c.name) {
+			if !topicconfig.IsList(c.name) {
 				return alterErr(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(c.op), c.name)
 			}
 		}
@@ -285,7 +286,7 @@ func applyConfigChanges(cur map[string]string, changes []configChange, replace b
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			v, ok := cur[c.name]
 			if !ok {
-				v = topicConfigDefs[c.name].def
+				v = topicconfig.Defs[c.name].Default
 			}
 			parts := listParts(v)
 			for _, e := range strings.Split(*c.value, ",") {
@@ -296,7 +297,7 @@ func applyConfigChanges(cur map[string]string, changes []configChange, replace b
 				}
 			}
 			next := strings.Join(parts, ",")
-			if why := checkTopicConfig(c.name, next); why != "" {
+			if why := topicconfig.Check(c.name, next); why != "" {
 				return nil, alterErr(kerr.InvalidConfig, "%s", why)
 			}
 			cur[c.name] = next

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/topicconfig"
 )
 
 // incAlter is one IncrementalAlterConfigs resource for tests.
@@ -304,15 +306,15 @@ func TestCheckTopicConfig(t *testing.T) {
 		{"compression.gzip.level", "0", false}, {"compression.gzip.level", "-1", true}, {"compression.zstd.level", "23", false},
 		{"retention.hours", "1", false}, {"", "", false},
 	} {
-		why := checkTopicConfig(tc.name, tc.value)
+		why := topicconfig.Check(tc.name, tc.value)
 		if (why == "") != tc.ok {
-			t.Errorf("checkTopicConfig(%q, %q) = %q, want ok=%v", tc.name, tc.value, why, tc.ok)
+			t.Errorf("topicconfig.Check(%q, %q) = %q, want ok=%v", tc.name, tc.value, why, tc.ok)
 		}
 	}
 	// Every default passes its own check: what floe reports it accepts.
 	a := &Agent{cfg: DefaultConfig()}
-	for name := range topicConfigDefs {
-		if why := checkTopicConfig(name, a.topicDefault(name)); why != "" {
+	for name := range topicconfig.Defs {
+		if why := topicconfig.Check(name, a.topicDefault(name)); why != "" {
 			t.Errorf("default of %s refused: %s", name, why)
 		}
 	}

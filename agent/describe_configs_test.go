@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/topicconfig"
 )
 
 func describeConfigs(t *testing.T, cl *kgo.Client, version int16, synonyms, docs bool, typ kmsg.ConfigResourceType, name string, names ...string) kmsg.DescribeConfigsResponseResource {
@@ -70,12 +72,12 @@ func TestDescribeConfigsTopicSynonymsAndDocs(t *testing.T) {
 	r := describeConfigs(t, cl, 4, true, true, kmsg.ConfigResourceTypeTopic, "d")
 	wantCode(t, "describe", r.ErrorCode, nil)
 	cs := configsByName(r)
-	if len(cs) != len(topicConfigDefs) {
-		t.Fatalf("%d configs, want every Kafka topic config (%d)", len(cs), len(topicConfigDefs))
+	if len(cs) != len(topicconfig.Defs) {
+		t.Fatalf("%d configs, want every Kafka topic config (%d)", len(cs), len(topicconfig.Defs))
 	}
 	ret := cs["retention.ms"]
 	if deref(ret.Value) != "1000" || ret.Source != kmsg.ConfigSourceDynamicTopicConfig || ret.ReadOnly || ret.IsDefault ||
-		ret.ConfigType != kmsg.ConfigTypeLong || ret.Documentation == nil || *ret.Documentation != topicConfigDefs["retention.ms"].doc {
+		ret.ConfigType != kmsg.ConfigTypeLong || ret.Documentation == nil || *ret.Documentation != topicconfig.Defs["retention.ms"].Doc {
 		t.Fatalf("retention.ms: %+v", ret)
 	}
 	sameSynonyms(t, "retention.ms", synonymsOf(ret), []synonym{

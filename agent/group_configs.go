@@ -42,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/agent/group"
+	"floe/topicconfig"
 )
 
 // The group configs floe serves (Kafka's GroupConfig names).
@@ -111,7 +112,7 @@ func (c *coordinator) checkGroupConfigs(configs map[string]string) *alterError {
 			continue // checked by checkShareGroupConfigs
 		}
 		v := configs[name]
-		if why := longBetween(1, math.MaxInt32)(v); why != "" {
+		if why := topicconfig.LongBetween(1, math.MaxInt32)(v); why != "" {
 			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, name, why)
 		}
 		values[name], _ = groupConfigMillis(v)

@@ -28,6 +28,7 @@ import (
 
 	"floe/agent/group"
 	"floe/metadata"
+	"floe/topicconfig"
 )
 
 const (
@@ -101,11 +102,11 @@ func checkShareConfig(name, v string) string {
 		}
 		return "must be latest, earliest or by_duration:<ISO-8601 duration>"
 	case shareIsolationLevelConfig:
-		return oneOf("read_uncommitted", "read_committed")(v)
+		return topicconfig.OneOf("read_uncommitted", "read_committed")(v)
 	case shareLockDurationConfig:
-		return longBetween(int64(minShareLockDuration/time.Millisecond), int64(maxShareLockDuration/time.Millisecond))(v)
+		return topicconfig.LongBetween(int64(minShareLockDuration/time.Millisecond), int64(maxShareLockDuration/time.Millisecond))(v)
 	case shareDeliveryLimitConfig:
-		return longBetween(minShareDeliveries, maxShareDeliveries)(v)
+		return topicconfig.LongBetween(minShareDeliveries, maxShareDeliveries)(v)
 	}
 	return ""
 }
@@ -194,13 +195,13 @@ func (c *coordinator) checkShareGroupConfigs(configs map[string]string) *alterEr
 	}
 	session, heartbeat, l := c.ccfg.SessionTimeout, c.ccfg.HeartbeatInterval, c.limits
 	if v, ok := configs[shareSessionTimeoutConfig]; ok {
-		if why := longBetween(1, 1<<31-1)(v); why != "" {
+		if why := topicconfig.LongBetween(1, 1<<31-1)(v); why != "" {
 			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, shareSessionTimeoutConfig, why)
 		}
 		session, _ = groupConfigMillis(v)
 	}
 	if v, ok := configs[shareHeartbeatIntervalConfig]; ok {
-		if why := longBetween(1, 1<<31-1)(v); why != "" {
+		if why := topicconfig.LongBetween(1, 1<<31-1)(v); why != "" {
 			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, shareHeartbeatIntervalConfig, why)
 		}
 		heartbeat, _ = groupConfigMillis(v)

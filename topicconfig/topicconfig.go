@@ -1,8 +1,10 @@
-// Package topicconfig holds the one source of the defaults of the topic
-// configs floe enforces: what a topic that sets none of them gets. The
-// agent validates and reports them (DescribeConfigs), the produce path and
-// the compactor apply them, all through Defaults, so what a client is told
-// is what is enforced. A cluster's agents and compactors must run with the
+// Package topicconfig holds the one source of the topic configs: the table
+// of every config floe knows (Defs: type, default, check, what floe does
+// with it; defs.go), which the agent validates and reports (CreateTopics,
+// AlterConfigs, DescribeConfigs) and other packages add their own to
+// (Register), and the defaults of the configs floe enforces: what a topic
+// that sets none of them gets. The produce path and the compactor apply
+// them through Defaults, so what a client is told is what is enforced. A cluster's agents and compactors must run with the
 // same defaults, as a Kafka cluster's brokers must share log.retention.*;
 // floe dev runs both in one process from one set of flags.
 package topicconfig

@@ -2,14 +2,19 @@ package integration
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"maps"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -118,5 +123,121 @@ func TestIcebergTypedBackfill(t *testing.T) {
 	checkTypedOrders(t, ctx, cat, topic, want, dead)
 	if n := dev.metric(t, `floe_iceberg_cycles_total{result="failed",table="typed_bf"}`); n != 0 {
 		t.Errorf("%v failed cycles", n)
+	}
+}
+
+// TestIcebergTypedModeChange: changing the mode of a topic whose table
+// exists, as the README says: the table is left alone (its rows, its
+// layout; cycles counted foreign) while records keep coming; dropped
+// through the REST catalog, the next cycle creates it in the new layout
+// and backfills it from the log start, every committed record once in the
+// typed table or its dead-letter table. Back to binary likewise (both
+// tables dropped): every record once in the binary table.
+func TestIcebergTypedModeChange(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	dataDir := t.TempDir()
+	dev := startFloe(t, "dev", "--data-dir", dataDir, "--iceberg-interval", "300ms")
+	const topic, name = "typed.mc", "typed_mc"
+	createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{"floe.iceberg.enabled": ptr("true")})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+dev.HTTPAddr+"/iceberg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// binaryOffsets waits until the binary table holds n rows and returns
+	// how often it holds each offset of partition 0.
+	binaryOffsets := func(n int) map[int64]int {
+		t.Helper()
+		var last string
+		for ctx.Err() == nil {
+			rows, count, err := restScan(t, ctx, dev.HTTPAddr, name)
+			if err == nil && count == n {
+				out := map[int64]int{}
+				for k := range rows {
+					if k.p == 0 {
+						out[k.off]++
+					}
+				}
+				return out
+			}
+			last = fmt.Sprint(count, " rows ", err)
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("binary table: %s, want %d rows", last, n)
+		return nil
+	}
+	want := produceTypedOrders(t, ctx, cl, dev.RegistryAddr, topic, 0, 20)
+	dead := produceUnframed(t, ctx, cl, topic, "unframed")
+	if got := binaryOffsets(21); len(got) != 21 {
+		t.Fatalf("binary table offsets %v", got)
+	}
+
+	// Typed mode asked for: the binary table stays as it is.
+	setTypedConfigs(t, ctx, cl, topic, "floe.iceberg.value.mode", "schema_id_prefix")
+	maps.Copy(want, produceTypedOrders(t, ctx, cl, dev.RegistryAddr, topic, 20, 10))
+	deadline := time.Now().Add(5 * time.Second)
+	for dev.metric(t, `floe_iceberg_cycles_total{result="foreign",table="typed_mc"}`) < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := dev.metric(t, `floe_iceberg_cycles_total{result="foreign",table="typed_mc"}`); n < 2 {
+		t.Fatalf("%v foreign cycles after the mode changed", n)
+	}
+	if got := binaryOffsets(21); len(got) != 21 {
+		t.Fatalf("binary table offsets %v after the mode changed", got)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"floe", name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tbl.Schema().FindFieldByName("_kafka"); ok {
+		t.Fatalf("binary table became typed: %s", tbl.Schema())
+	}
+
+	// Dropped: recreated typed, from the log start.
+	dropTables(t, ctx, dataDir, name)
+	waitTyped(t, ctx, cat, name, len(want), len(dead))
+	checkTypedOrders(t, ctx, cat, topic, want, dead)
+	maps.Copy(want, produceTypedOrders(t, ctx, cl, dev.RegistryAddr, topic, 30, 5))
+	waitTyped(t, ctx, cat, name, len(want), len(dead))
+	checkTypedOrders(t, ctx, cat, topic, want, dead)
+
+	// Back to binary: both tables dropped, the binary table holds every
+	// record once.
+	setTypedConfigs(t, ctx, cl, topic, "floe.iceberg.value.mode", "binary")
+	dropTables(t, ctx, dataDir, name, name+"__dlq")
+	all := len(want) + len(dead)
+	got := binaryOffsets(all)
+	for off := range int64(all) {
+		if got[off] != 1 {
+			t.Errorf("offset %d %d times in the binary table", off, got[off])
+		}
+	}
+	if n := dev.metric(t, `floe_iceberg_cycles_total{result="failed",table="typed_mc"}`); n != 0 {
+		t.Errorf("%v failed cycles", n)
+	}
+}
+
+// dropTables drops tables of namespace floe through iceberg-go's SQL
+// catalog on floe dev's metadata database (SQLite in dataDir), as an
+// operator drops a table: floe's REST catalog is read-only.
+func dropTables(t *testing.T, ctx context.Context, dataDir string, names ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "meta.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cat, err := sqlcat.NewCatalog("floe", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dataDir, "objects", "iceberg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if err := cat.DropTable(ctx, table.Identifier{"floe", n}); err != nil {
+			t.Fatalf("drop %s: %v", n, err)
+		}
 	}
 }

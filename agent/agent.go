@@ -20,6 +20,7 @@ import (
 	"floe/agent/internal/peercache"
 	"floe/agent/internal/readahead"
 	"floe/agent/internal/sasl"
+	"floe/agent/internal/tlsfiles"
 	"floe/metadata"
 	"floe/storage"
 )
@@ -55,9 +56,9 @@ type Agent struct {
 	// self is the registered identity, NodeID set by the store; the
 	// heartbeat re-registers it after an expiry. Guarded by viewMu.
 	self  metadata.Agent
-	lns   []*listener    // the Kafka listeners, in configured order
-	tls   *tlsFiles      // the TLS listeners' certificates
-	oauth *sasl.Verifier // checks OAUTHBEARER tokens; nil without a JWKS
+	lns   []*listener     // the Kafka listeners, in configured order
+	tls   *tlsfiles.Files // the TLS listeners' certificates
+	oauth *sasl.Verifier  // checks OAUTHBEARER tokens; nil without a JWKS
 	// signer signs and checks the shared read cache's peer requests; its
 	// secret is nil on an agent without secured listeners.
 	signer *peercache.Signer
@@ -192,7 +193,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if a.tls, err = newTLSFiles(a.cfg.Security, a.log); err != nil {
+	if a.tls, err = tlsfiles.New(a.cfg.Security.TLSCert, a.cfg.Security.TLSKey, a.cfg.Security.TLSClientCA, a.cfg.Security.ClientAuth, a.log); err != nil {
 		return err
 	}
 	if err := a.loadPeerSecret(ctx); err != nil {

@@ -99,7 +99,9 @@
 //     66_list_transactions.go.
 //
 // Security: who a connection is and what it may do.
-//   - tls.go: TLS listeners, certificates reloaded from their files.
+//   - tls.go: the TLS handshake, a client certificate's principal.
+//   - internal/tlsfiles/tlsfiles.go: package agent/internal/tlsfiles, the
+//     listeners' TLS configuration, reloaded when its files change.
 //   - sasl.go: SASL on a connection: handshakes, sessions and
 //     re-authentication (KIP-368), the exchange driven by the reader.
 //   - internal/sasl/sasl.go, internal/sasl/scram.go, internal/sasl/oauth.go:
@@ -162,7 +164,7 @@
 // broadcaster.mu, authz.Authorizer.loadMu, authz.Cache.mu, batcher.mu,
 // coordinator.mu, txnCoordinator.mu, heads.mu, lagMonitor.mu, limits.mu,
 // sasl.Verifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, sasl.Failures.mu,
-// shares.mu, tlsFiles.mu, topicCache.mu and budget.Budget.mu (its OnWait
+// shares.mu, tlsfiles.Files.mu, topicCache.mu and budget.Budget.mu (its OnWait
 // callback must not lock).
 //
 // Locks held across waits other than locks: an entry's mu is held across
@@ -170,7 +172,7 @@
 // transaction entry's mu is also held while its markers go through the
 // batcher and commit (batcher.add may wait for buffer room, batcher.cut
 // for a flush slot); authorizer.loadMu and clientQuotas.loadMu across their
-// store reads; tlsFiles.mu across reading the certificate files. None of
+// store reads; tlsfiles.Files.mu across reading the certificate files. None of
 // those waits needs a lock held by their holder: flushes take no entry.
 //
 // # Adding a Kafka API

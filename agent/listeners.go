@@ -172,7 +172,7 @@ func (a *Agent) listen() error {
 			return fmt.Errorf("listener %s: %w", lc.Name, err)
 		}
 		if lc.usesTLS() {
-			l.ln = tls.NewListener(ln, &tls.Config{GetConfigForClient: a.tls.configFor(lc.Protocol)})
+			l.ln = tls.NewListener(ln, &tls.Config{GetConfigForClient: a.tls.ConfigFor(lc.Protocol == ProtocolSSL)})
 		}
 	}
 	return nil

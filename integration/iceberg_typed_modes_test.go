@@ -176,16 +176,26 @@ func TestIcebergTypedModeChange(t *testing.T) {
 		t.Fatalf("binary table offsets %v", got)
 	}
 
+	// foreignAfter waits until more than n cycles found the table's
+	// layout other than the topic asks: the converter then converts by
+	// the topic's new configs (none in flight under the old ones).
+	const foreign = `floe_iceberg_cycles_total{result="foreign",table="typed_mc"}`
+	foreignAfter := func(n float64) float64 {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if m := dev.metric(t, foreign); m > n {
+				return m
+			}
+		}
+		t.Fatalf("no more than %v foreign cycles after the mode changed", n)
+		return 0
+	}
+
 	// Typed mode asked for: the binary table stays as it is.
 	setTypedConfigs(t, ctx, cl, topic, "floe.iceberg.value.mode", "schema_id_prefix")
+	n := foreignAfter(0)
 	maps.Copy(want, produceTypedOrders(t, ctx, cl, dev.RegistryAddr, topic, 20, 10))
-	deadline := time.Now().Add(5 * time.Second)
-	for dev.metric(t, `floe_iceberg_cycles_total{result="foreign",table="typed_mc"}`) < 2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := dev.metric(t, `floe_iceberg_cycles_total{result="foreign",table="typed_mc"}`); n < 2 {
-		t.Fatalf("%v foreign cycles after the mode changed", n)
-	}
+	foreignAfter(n + 1)
 	if got := binaryOffsets(21); len(got) != 21 {
 		t.Fatalf("binary table offsets %v after the mode changed", got)
 	}
@@ -207,7 +217,9 @@ func TestIcebergTypedModeChange(t *testing.T) {
 
 	// Back to binary: both tables dropped, the binary table holds every
 	// record once.
+	n = dev.metric(t, foreign)
 	setTypedConfigs(t, ctx, cl, topic, "floe.iceberg.value.mode", "binary")
+	foreignAfter(n)
 	dropTables(t, ctx, dataDir, name, name+"__dlq")
 	all := len(want) + len(dead)
 	got := binaryOffsets(all)

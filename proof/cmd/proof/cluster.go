@@ -278,9 +278,13 @@ func (c *cluster) minioPort() int {
 // pid after it.
 const runDirPrefix = "floe-proof-"
 
+// keepMarker marks a run directory -keep asked to keep: later runs leave it.
+const keepMarker = "KEEP"
+
 // cleanStaleRuns stops the PostgreSQL of runs whose runner died without
 // its cleanup (pg_ctl's postmaster outlives it; MinIO, the agents and the
-// compactor die with it) and removes their directories.
+// compactor die with it) and removes their directories, unless -keep marked
+// them.
 func cleanStaleRuns(log *slog.Logger) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), runDirPrefix+"*-*"))
 	for _, d := range dirs {
@@ -300,6 +304,9 @@ func cleanStaleRuns(log *slog.Logger) {
 					log.Warn("stop a dead run's postgres", "dir", d, "err", err, "out", string(out))
 				}
 			}
+		}
+		if _, err := os.Stat(filepath.Join(d, keepMarker)); err == nil {
+			continue // kept on purpose (-keep)
 		}
 		if err := os.RemoveAll(d); err != nil {
 			log.Warn("remove a dead run's directory", "dir", d, "err", err)

@@ -111,6 +111,9 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 		return outcome{}, err
 	}
 	if cfg.keepDir {
+		if err := os.WriteFile(filepath.Join(dir, keepMarker), nil, 0o644); err != nil {
+			return outcome{}, err
+		}
 		log.Info("run directory kept", "dir", dir)
 	} else {
 		defer os.RemoveAll(dir)

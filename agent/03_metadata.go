@@ -78,7 +78,17 @@ func (a *Agent) handleMetadata(ctx context.Context, r *request) (kmsg.Response, 
 
 	all, err := a.topics.all(ctx)
 	if err != nil {
-		return nil, err // cannot even list topics: let the client retry elsewhere
+		// The store cannot be read: answer from the last view, as a Kafka
+		// broker answers from its cached metadata. Closing the connection
+		// instead made franz-go's transactional producers fail
+		// InitProducerId for good while PostgreSQL was down (the proof's
+		// runs). With no view at all, the client retries elsewhere.
+		last, ok := a.topics.lastView()
+		if !ok {
+			return nil, err
+		}
+		a.log.Warn("metadata: topics unreadable, answering from the last view", "err", err)
+		all = last
 	}
 	var topics []metadata.Topic
 	var missing []kmsg.MetadataResponseTopic

@@ -97,6 +97,16 @@ func (tc *topicCache) all(ctx context.Context) (map[string]metadata.Topic, error
 	return n, err
 }
 
+// lastView returns the topics the cache last loaded, however old, for an
+// answer that must not fail when the store cannot be read (Metadata, as a
+// Kafka broker answers it from its cached view); ok is false when none was
+// ever loaded.
+func (tc *topicCache) lastView() (map[string]metadata.Topic, bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.byName, tc.byName != nil
+}
+
 // get returns a topic, asking the store directly on a miss so a topic just
 // created through another agent is found.
 func (tc *topicCache) get(ctx context.Context, name string) (metadata.Topic, bool, error) {

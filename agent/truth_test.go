@@ -2,15 +2,19 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/metadata"
 )
 
 // TestReregisterUnderLoad: an agent whose registry row expires registers
@@ -105,5 +109,46 @@ func TestInvalidRequiredAcks(t *testing.T) {
 	}
 	if o, _ := end.Lookup("acks", 0); o.Offset != 0 {
 		t.Fatalf("records stored by refused produces: end offset %d", o.Offset)
+	}
+}
+
+// downStore fails Topics while down.
+type downStore struct {
+	metadata.Store
+	down atomic.Bool
+}
+
+func (s *downStore) Topics(ctx context.Context) ([]metadata.Topic, error) {
+	if s.down.Load() {
+		return nil, errors.New("store unreachable")
+	}
+	return s.Store.Topics(ctx)
+}
+
+// TestMetadataWhileStoreDown: with the topics unreadable, Metadata is
+// answered from the last view, as a Kafka broker answers from its cached
+// metadata; it closed the connection, and franz-go's transactional
+// producers then failed InitProducerId for good (the proof's runs with
+// PostgreSQL down).
+func TestMetadataWhileStoreDown(t *testing.T) {
+	ds := &downStore{}
+	ta := newTestAgentOver(t, nil, func(s metadata.Store) metadata.Store { ds.Store = s; return ds },
+		func(c *Config) { c.TopicCacheTTL = time.Millisecond })
+	cl := ta.client(t)
+	ta.createTopic(t, cl, "kept", 3)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := adm.Metadata(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	ds.down.Store(true)
+	time.Sleep(5 * time.Millisecond) // past the cache's TTL
+	m, err := adm.Metadata(ctx, "kept")
+	if err != nil {
+		t.Fatalf("metadata with the store down: %v", err)
+	}
+	if td, ok := m.Topics["kept"]; !ok || td.Err != nil || len(td.Partitions) != 3 {
+		t.Fatalf("topic kept: %+v", m.Topics["kept"])
 	}
 }

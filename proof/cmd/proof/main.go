@@ -61,7 +61,15 @@ func main() {
 	flag.StringVar(&cfg.floeBin, "floe", "", "floe binary (default: built from this module)")
 	flag.StringVar(&cfg.out, "out", "docs/proof", "directory of the report")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the run's directory (logs, data) after the run")
+	render := flag.String("render", "", "only write the report again, with this version's report, from a kept run's `DIR` (its result.json and history.jsonl.gz)")
 	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render); err != nil {
+			fmt.Fprintln(os.Stderr, "proof:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var err error
 	if cfg.Kinds, err = nemesis.ParseKinds(kinds); err != nil {
 		fmt.Fprintln(os.Stderr, "proof:", err)
@@ -98,7 +106,7 @@ func run(ctx context.Context, cfg config) (outcome, error) {
 		cfg.Seed = rand.Uint64() >> 12 // printable, and fits a JSON number
 	}
 	if cfg.agentTTL == 0 {
-		cfg.agentTTL = 3 * time.Second
+		cfg.agentTTL = defaultAgentTTL
 	}
 	log := cfg.logger
 	if log == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -16,6 +17,10 @@ import (
 	"floe/proof/history"
 	"floe/proof/nemesis"
 )
+
+// defaultAgentTTL is the agents' --agent-ttl in a run: short, so that
+// pauses outlast leases and coordinators move within the run.
+const defaultAgentTTL = 3 * time.Second
 
 // maxHistoryGz is the largest compressed history the report keeps.
 const maxHistoryGz = 8 << 20
@@ -40,6 +45,40 @@ type resultJSON struct {
 	Faults      map[nemesis.Kind]int `json:"faults"`
 	Timeline    []nemesis.Event      `json:"timeline"`
 	WorkloadErr string               `json:"workload_error,omitempty"`
+}
+
+// rerender writes the report of the run kept in dir (its result.json and
+// history.jsonl.gz) again, with this version's report code: a report
+// improved after a run needs no new run.
+func rerender(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return err
+	}
+	var res resultJSON
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("result.json: %w", err)
+	}
+	f, err := os.Open(filepath.Join(dir, "history.jsonl.gz"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	h, err := history.ReadJSON(zr)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	res.Config.agentTTL = defaultAgentTTL // not in result.json: every run so far used the default
+	r := report{cfg: res.Config, h: h, timeline: res.Timeline, started: res.Started,
+		out: outcome{Valid: res.Valid, Check: res.Check, Iceberg: res.Iceberg, Injected: res.Faults}}
+	if res.WorkloadErr != "" {
+		r.workloadErr = errors.New(res.WorkloadErr)
+	}
+	return r.write(dir)
 }
 
 func (r report) write(dir string) error {
@@ -76,6 +115,9 @@ func (r report) write(dir string) error {
 		os.Remove(filepath.Join(dir, "history.jsonl.gz"))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "latency.svg"), r.svg(), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lag.svg"), r.lagSVG(), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "README.md"), r.markdown(histNote), 0o644)
@@ -156,6 +198,8 @@ func (r report) markdown(histNote string) []byte {
 	b.WriteString("\n## Latency over time\n\n![latency of every op over time, faults shaded](latency.svg)\n\n")
 	b.WriteString("Each dot is an op at its invocation (x, seconds) with its latency (y, log scale): green ok, orange info (unknown outcome), red fail. Shaded bands are faults, labelled by kind. The workload's clock starts just after its topics are created, within a second of the nemesis's.\n\n")
 	b.WriteString(r.latencyTable(15 * time.Second))
+	b.WriteString("\n## Lag over time\n\n![realtime lag of every poll over time, faults shaded](lag.svg)\n\n")
+	b.WriteString("Each dot is a poll at its invocation (x, seconds) with its realtime lag (y, log scale; 0.1 ms when caught up), as Jepsen measures it: how long the log had already held a record past the last one the poll returned. Processes that start from offset 0 (after a crash or a reassign, and the final reads) lag by the run's length so far.\n")
 	b.WriteString("\n## Fault timeline\n\n| at | action | kind | target | detail | error |\n|---:|---|---|---|---|---|\n")
 	for _, e := range r.timeline {
 		fmt.Fprintf(&b, "| %.1fs | %s | `%s` | %s | %s | %s |\n", e.At.Seconds(), e.Action, e.Kind, e.Target, e.Detail, e.Err)
@@ -170,15 +214,49 @@ func (r report) markdown(histNote string) []byte {
 	return b.Bytes()
 }
 
+// dot is one point of a plot: at x seconds, y milliseconds, in color.
+type dot struct {
+	x, y  float64
+	color string
+}
+
 // svg plots every op's latency over time, with the faults shaded.
 func (r report) svg() []byte {
+	colors := map[history.Type]string{history.OK: "#2a2", history.Info: "#e80", history.Fail: "#d22"}
+	stride := max(1, len(r.h)/15000) // bound the file: every info and fail op, ok ops sampled
+	var dots []dot
+	for i, o := range r.h {
+		if o.F == history.Crash || (o.Type == history.OK && i%stride != 0) {
+			continue
+		}
+		dots = append(dots, dot{float64(o.Invoke) / 1e9, float64(o.Complete-o.Invoke) / 1e6, colors[o.Type]})
+	}
+	return r.plot(dots)
+}
+
+// lagSVG plots the realtime lag of every poll over time (checker.RealtimeLags),
+// with the faults shaded.
+func (r report) lagSVG() []byte {
+	lags := checker.RealtimeLags(r.h)
+	stride := max(1, len(lags)/4000) // a lag per poll and key: many more dots than ops
+	var dots []dot
+	for i, l := range lags {
+		if i%stride == 0 {
+			dots = append(dots, dot{float64(l.Time) / 1e9, float64(l.Lag) / 1e6, "#36c"})
+		}
+	}
+	return r.plot(dots)
+}
+
+// plot draws dots over the run's time (x, seconds) against milliseconds on
+// a log scale (y, 0.1 ms to 100 s), with the faults shaded and labelled.
+func (r report) plot(dots []dot) []byte {
 	const w, hgt, left, bottom, top = 1000.0, 360.0, 60.0, 30.0, 20.0
 	end := r.cfg.Duration.Seconds() + 5
 	for _, o := range r.h {
 		end = max(end, float64(o.Complete)/1e9)
 	}
 	x := func(s float64) float64 { return left + (w-left-10)*s/end }
-	// y: log10 of latency in ms, from 0.1 ms to 100 s.
 	y := func(ms float64) float64 {
 		l := math.Log10(max(ms, 0.1))
 		return top + (hgt-top-bottom)*(1-(l+1)/6)
@@ -211,15 +289,8 @@ func (r report) svg() []byte {
 	for s := 0.0; s <= end; s += 30 {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%.0fs</text>`+"\n", x(s)-8, hgt-10, s)
 	}
-	colors := map[history.Type]string{history.OK: "#2a2", history.Info: "#e80", history.Fail: "#d22"}
-	ops := slices.Clone(r.h)
-	stride := max(1, len(ops)/15000) // bound the file: every info and fail op, ok ops sampled
-	for i, o := range ops {
-		if o.F == history.Crash || (o.Type == history.OK && i%stride != 0) {
-			continue
-		}
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="1.3" fill="%s"/>`+"\n",
-			x(float64(o.Invoke)/1e9), y(float64(o.Complete-o.Invoke)/1e6), colors[o.Type])
+	for _, d := range dots {
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="1.3" fill="%s"/>`+"\n", x(d.x), y(d.y), d.color)
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()

@@ -8,6 +8,7 @@ package readahead
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -62,7 +63,9 @@ type ReadAhead struct {
 	limit      int64 // the budget's size
 	workers    int
 	tasks      chan func(context.Context)
-	skips      *prometheus.CounterVec
+	// pending counts the tasks queued and not yet done (Idle).
+	pending atomic.Int64
+	skips   *prometheus.CounterVec
 
 	mu    sync.Mutex
 	parts map[aheadKey]*aheadPart
@@ -176,6 +179,7 @@ func (r *ReadAhead) Start(ctx context.Context, wg *sync.WaitGroup) {
 					return
 				case t := <-r.tasks:
 					t(ctx)
+					r.pending.Add(-1)
 				}
 			}
 		}()
@@ -291,10 +295,12 @@ func (p *aheadPart) stream(offset, next, window int64) *aheadStream {
 
 // queue hands t to a worker, or reports false when the queue is full.
 func (r *ReadAhead) queue(t func(context.Context)) bool {
+	r.pending.Add(1)
 	select {
 	case r.tasks <- t:
 		return true
 	default:
+		r.pending.Add(-1)
 		r.skips.WithLabelValues("queue").Inc()
 		return false
 	}
@@ -355,9 +361,9 @@ func (r *ReadAhead) plan(ctx context.Context, st *aheadStream, k aheadKey, from,
 // InFlight reports the bytes of GETs planned or running.
 func (r *ReadAhead) InFlight() int64 { return r.budget.InUse() }
 
-// Idle reports whether no GET is planned or running and no task waits for
-// a worker.
-func (r *ReadAhead) Idle() bool { return r.budget.InUse() == 0 && len(r.tasks) == 0 }
+// Idle reports whether no GET is planned or running and no look-up or GET
+// is queued or running.
+func (r *ReadAhead) Idle() bool { return r.budget.InUse() == 0 && r.pending.Load() == 0 }
 
 // Behind reports, of one partition's streams, how many there are and how
 // many of the entries they read ahead end at or before offset (behind a

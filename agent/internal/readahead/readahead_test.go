@@ -35,6 +35,13 @@ func (x *index) Lookup(_ context.Context, topic metadata.TopicID, partition int3
 	return out, nil
 }
 
+// count is how many look-ups were made.
+func (x *index) count() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lookups
+}
+
 func setup(t *testing.T, cfg Config) (*ReadAhead, *index, *storage.Cache) {
 	t.Helper()
 	b := mem.New()
@@ -72,22 +79,22 @@ func TestReadsWhatFollows(t *testing.T) {
 	r, x, cache := setup(t, Config{Bytes: 1 << 20, Workers: 2, Entries: 4, PartitionBytes: 1 << 20, CacheBytes: 1 << 20})
 	r.After(topic, 0, 990, 1000, 1000) // at the head
 	settle(t, r)
-	if x.lookups != 0 {
-		t.Fatalf("a fetch at the head looked up %d times", x.lookups)
+	if x.count() != 0 {
+		t.Fatalf("a fetch at the head looked up %d times", x.count())
 	}
 	r.After(topic, 0, 0, 10, 1000) // read entry 0, 990 offsets behind
 	settle(t, r)
 	st := cache.Stats()
-	if x.lookups != 1 || st.AheadGets != 4 {
+	if x.count() != 1 || st.AheadGets != 4 {
 		// The first window is an eighth of the partition's bytes (far
 		// more than 4 entries here), so the Entries bound is what stops it.
-		t.Fatalf("%d look-ups, %d GETs ahead; want 1 and 4", x.lookups, st.AheadGets)
+		t.Fatalf("%d look-ups, %d GETs ahead; want 1 and 4", x.count(), st.AheadGets)
 	}
 	// Enough is ahead: the next fetch of the stream plans nothing more.
 	r.After(topic, 0, 10, 20, 1000)
 	settle(t, r)
-	if x.lookups != 1 {
-		t.Fatalf("%d look-ups with half the entries still ahead, want 1", x.lookups)
+	if x.count() != 1 {
+		t.Fatalf("%d look-ups with half the entries still ahead, want 1", x.count())
 	}
 	for _, key := range []string{"obj-1", "obj-2", "obj-3", "obj-4"} {
 		if !cache.Pending(key, 0, 100) {

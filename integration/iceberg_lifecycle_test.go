@@ -211,12 +211,7 @@ func TestIcebergConverterKilled(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	kills := 0
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); kills++ {
-		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
-		comp.Kill()
-		comp.start()
-	}
+	kills := killRepeatedly(comp, 15*time.Second)
 	close(stop)
 	<-done
 	mu.Lock()
@@ -295,4 +290,16 @@ func referencedFiles(t *testing.T, ctx context.Context, httpAddr, tbl string) ma
 		}
 	}
 	return out
+}
+
+// killRepeatedly kill -9s p and starts it again every 100 ms to 1 s for d,
+// and returns how many times.
+func killRepeatedly(p *proc, d time.Duration) int {
+	kills := 0
+	for end := time.Now().Add(d); time.Now().Before(end); kills++ {
+		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
+		p.Kill()
+		p.start()
+	}
+	return kills
 }

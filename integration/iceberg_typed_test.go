@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"math/rand/v2"
 	"net/url"
 	"sort"
 	"strings"
@@ -430,12 +429,7 @@ func TestIcebergTypedConverterKilled(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	kills := 0
-	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); kills++ {
-		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
-		comp.Kill()
-		comp.start()
-	}
+	kills := killRepeatedly(comp, 12*time.Second)
 	close(stop)
 	<-done
 	mu.Lock()

@@ -54,10 +54,10 @@ func TestRecompress(t *testing.T) {
 		src := buildBatch(t, from, 1_700_000_000_000, recs)
 		// A transactional idempotent producer's batch under LogAppendTime:
 		// every header field must survive.
-		binary.BigEndian.PutUint32(src[12:], 7)                                         // leader epoch
-		binary.BigEndian.PutUint64(src[43:], 4242)                                      // producer id
-		binary.BigEndian.PutUint16(src[51:], 3)                                         // producer epoch
-		binary.BigEndian.PutUint32(src[53:], 99)                                        // base sequence
+		binary.BigEndian.PutUint32(src[12:], 7)                                          // leader epoch
+		binary.BigEndian.PutUint64(src[43:], 4242)                                       // producer id
+		binary.BigEndian.PutUint16(src[51:], 3)                                          // producer epoch
+		binary.BigEndian.PutUint32(src[53:], 99)                                         // base sequence
 		binary.BigEndian.PutUint16(src[21:], binary.BigEndian.Uint16(src[21:])|0x10|0x8) // txn, log append time
 		fixBatch(src)
 		sh, _ := ParseBatchHeader(src)

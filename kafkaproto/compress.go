@@ -26,9 +26,10 @@ const (
 // Compression is what a batch's records are compressed with: a codec and,
 // for gzip, lz4 and zstd, the level in Kafka's terms (its topic configs
 // compression.gzip.level: -1 for the default or 1..9; compression.lz4.level:
-// 1..17; compression.zstd.level: -131072..22). Levels map onto the nearest
-// ones the Go encoders have: lz4 above 9 is 9, zstd levels fall into the
-// encoder's four speeds (zstd.EncoderLevelFromZstd).
+// 1..17; compression.zstd.level: -131072..22). Levels map onto the ones
+// the Go encoders have: lz4 up to 9 is its fast mode and 10 to 17 its
+// high-compression levels 1 to 8; zstd levels fall into the encoder's four
+// speeds (zstd.EncoderLevelFromZstd).
 type Compression struct {
 	Codec int8
 	Level int
@@ -129,7 +130,11 @@ func compress(dst, src []byte, c Compression) ([]byte, error) {
 		return buf.Bytes(), nil
 	}
 	// lz4's frame format, as Kafka's producers write it since 0.10.
-	level := min(max(c.Level, 0), 9)
+	// Kafka's levels up to its default 9 get lz4's fast compressor, those
+	// above its high-compression levels 1 to 8: the Go HC levels take 8 to
+	// 30 times the time of fast for batches 5 to 8% smaller
+	// (BenchmarkRecompress), too slow for a default.
+	level := min(max(c.Level-9, 0), 8)
 	pool := &lz4Writers[level]
 	zw, _ := pool.Get().(*lz4.Writer)
 	if zw == nil {
@@ -150,14 +155,14 @@ func compress(dst, src []byte, c Compression) ([]byte, error) {
 }
 
 var lz4Levels = [...]lz4.CompressionLevel{lz4.Fast, lz4.Level1, lz4.Level2, lz4.Level3,
-	lz4.Level4, lz4.Level5, lz4.Level6, lz4.Level7, lz4.Level8, lz4.Level9}
+	lz4.Level4, lz4.Level5, lz4.Level6, lz4.Level7, lz4.Level8}
 
 // The gzip writers by level (-1..9) and lz4 writers by level (0 fast,
-// 1..9), pooled: each holds hundreds of KiB of state, more than a small
+// 1..8 high compression), pooled: each holds hundreds of KiB of state, more than a small
 // batch it compresses.
 var (
 	gzipWriters [11]sync.Pool
-	lz4Writers  [10]sync.Pool
+	lz4Writers  [9]sync.Pool
 )
 
 // zstdEncoders are made once per speed and shared: EncodeAll may be called

@@ -143,7 +143,7 @@ var Defs = map[string]Def{
 	CompressionGzipLevel: {Type: kmsg.ConfigTypeInt, Default: "-1", Broker: "compression.gzip.level", Effect: Enforced,
 		Check: gzipLevel, Doc: "The gzip level the compactor recompresses with when compression.type is gzip; -1 is gzip's default (6)."},
 	CompressionLz4Level: {Type: kmsg.ConfigTypeInt, Default: "9", Broker: "compression.lz4.level", Effect: Enforced,
-		Check: IntBetween(1, 17), Doc: "The lz4 level the compactor recompresses with when compression.type is lz4: 1 is lz4's fast mode, 2 to 9 its high-compression levels; above 9 is 9."},
+		Check: IntBetween(1, 17), Doc: "The lz4 level the compactor recompresses with when compression.type is lz4: up to 9 (the default) lz4's fast mode, 10 to 17 its high-compression levels 1 to 8 (8 to 30 times slower in Go for batches 5 to 8% smaller)."},
 	CompressionZstdLevel: {Type: kmsg.ConfigTypeInt, Default: "3", Broker: "compression.zstd.level", Effect: Enforced,
 		Check: IntBetween(-131072, 22), Doc: "The zstd level the compactor recompresses with when compression.type is zstd, mapped onto the Go encoder's four speeds: below 3 fastest, 3 to 5 default, 6 to 9 better, 10 and above best."},
 }

@@ -162,3 +162,11 @@ func Compression(configs map[string]string) (kafkaproto.Compression, bool) {
 	}
 	return c, true
 }
+
+// ZstdTopic reports whether a topic's compression.type is zstd: Kafka then
+// answers Fetch below v10 (clients from before zstd) with
+// UNSUPPORTED_COMPRESSION_TYPE for its partitions, whatever codec their
+// batches hold, since they will hold zstd.
+func ZstdTopic(configs map[string]string) bool {
+	return strings.TrimSpace(configs[CompressionType]) == "zstd"
+}

@@ -46,7 +46,8 @@ type Compression struct {
 // A batch is recompressed only if its CRC holds and its records decode
 // exactly (as DecodeRecords reads them): bytes that were damaged would
 // otherwise come out under a fresh, valid CRC. Such a batch, or one of an
-// unknown codec, returns an error wrapping ErrMalformed.
+// unknown codec, returns an error wrapping ErrMalformed; c naming no codec
+// (above 4) is an error of its own.
 func Recompress(batch []byte, c Compression) ([]byte, bool, error) {
 	h, err := ParseBatchHeader(batch)
 	if err != nil {

@@ -73,8 +73,9 @@
 //     APIs floe answers with what object storage makes of them.
 //
 // Coordination: groups, transactions and who coordinates them.
-//   - leased.go: the leased owner both coordinators share: an entry per key,
-//     served only under the key's coordinator lease.
+//   - internal/lease/lease.go: package agent/internal/lease, the leased
+//     owner both coordinators share: an entry per key, served only under
+//     the key's coordinator lease.
 //   - internal/ring/ring.go: package agent/internal/ring, placement of keys
 //     on live agents (rendezvous hashing), for coordinators and the peer
 //     cache.
@@ -138,12 +139,12 @@
 // "A before B" means B may be taken while A is held, never the reverse. The
 // order is partial; two locks not related below are never held together.
 //
-//	group entry mu (groupEntry's leaseState.mu)  before  coordinator.mu
+//	group entry mu (groupEntry's lease.State)    before  coordinator.mu
 //	group entry mu                               before  Agent.viewMu
 //	group entry mu                               before  topicCache.mu
 //	group entry mu                               before  shares.mu
 //	group entry mu                               before  authz.Cache.mu
-//	txn entry mu (txnEntry's leaseState.mu)      before  txnCoordinator.mu
+//	txn entry mu (txnEntry's lease.State)        before  txnCoordinator.mu
 //	txn entry mu                                 before  Agent.viewMu
 //	txn entry mu                                 before  topicCache.mu
 //	txn entry mu                                 before  batcher.cutMu

@@ -336,12 +336,17 @@ func (l *Owner[E]) Run(ctx context.Context, interval time.Duration, extra func(n
 			nextRenew = now.Add(renewEvery)
 			l.renew(ctx)
 		}
-		for _, e := range l.list() {
-			l.tickEntry(ctx, e)
-		}
+		l.tick(ctx)
 		if extra != nil {
 			extra(now)
 		}
+	}
+}
+
+// tick is one round of the loop over every entry.
+func (l *Owner[E]) tick(ctx context.Context) {
+	for _, e := range l.list() {
+		l.tickEntry(ctx, e)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"floe/agent/group"
+	"floe/agent/internal/lag"
 	"floe/agent/internal/lease"
 	"floe/agent/internal/ring"
 	"floe/metadata"
@@ -64,8 +65,8 @@ type coordinator struct {
 	// limits bounds what group configs may set (group_configs.go).
 	ccfg   group.ConsumerConfig
 	limits consumerLimits
-	// lag reports the lag of the groups placed here (lag.go).
-	lag *lagMonitor
+	// lag reports the lag of the groups placed here.
+	lag *lag.Monitor
 	// shares is the share sessions and share-group configs of the
 	// members fetching from this agent (share.go).
 	shares *shares
@@ -94,7 +95,15 @@ type groupEntry struct {
 }
 
 func newCoordinator(a *Agent) *coordinator {
-	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, lag: &lagMonitor{a: a}, shares: newShares(a)}
+	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, shares: newShares(a)}
+	c.lag = lag.New(lag.Config{
+		Store:    a.store,
+		Placed:   func(g string) bool { return a.coordinatorFor(g).ID == a.id && !a.isDraining() },
+		Defaults: a.cfg.TopicDefaults,
+		Interval: a.cfg.LagInterval,
+		Now:      time.Now,
+		Log:      a.log,
+	})
 	a.metrics.reg.MustRegister(c.lag)
 	c.leases = lease.New(a.leaseConfig(), &c.mu, c.groups, lease.Hooks[*groupEntry]{
 		Kind:     "group",
@@ -274,7 +283,7 @@ func (c *coordinator) unload(e *groupEntry) {
 func (c *coordinator) run() {
 	defer c.a.wg.Done()
 	c.a.wg.Add(1)
-	go c.lag.run()
+	go func() { defer c.a.wg.Done(); c.lag.Run(c.a.ctx) }()
 	nextExpire := time.Now().Add(expireInterval)
 	c.leases.Run(c.a.ctx, groupTick, func(now time.Time) {
 		if !now.Before(nextExpire) {

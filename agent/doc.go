@@ -81,11 +81,13 @@
 //     cache.
 //   - 10_find_coordinator.go: FindCoordinator.
 //   - Classic groups: coordinator.go, coordinator_entry.go,
-//     group_configs.go, lag.go, 08_offset_commit.go, 09_offset_fetch.go,
+//     group_configs.go, 08_offset_commit.go, 09_offset_fetch.go,
 //     11_join_group.go, 12_heartbeat.go, 13_leave_group.go,
 //     14_sync_group.go, 15_describe_groups.go, 16_list_groups.go,
 //     42_delete_groups.go, 47_offset_delete.go. The state machines are in
 //     package agent/group.
+//   - internal/lag/lag.go: package agent/internal/lag, the consumer lag
+//     of the groups placed here, as Prometheus metrics.
 //   - KIP-848 groups: 68_consumer_group_heartbeat.go,
 //     69_consumer_group_describe.go.
 //   - Share groups (KIP-932): share.go, share_configs.go,
@@ -163,7 +165,7 @@
 //
 // Leaves (nothing is taken under them): Agent.viewMu, Agent.connMu,
 // broadcaster.mu, authz.Authorizer.loadMu, authz.Cache.mu, batcher.mu,
-// coordinator.mu, txnCoordinator.mu, heads.mu, lagMonitor.mu, limits.mu,
+// coordinator.mu, txnCoordinator.mu, heads.mu, lag.Monitor.mu, limits.mu,
 // sasl.Verifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, sasl.Failures.mu,
 // shares.mu, tlsfiles.Files.mu, topicCache.mu and budget.Budget.mu (its OnWait
 // callback must not lock).

@@ -51,10 +51,10 @@ const (
 //
 // Locking: mu guards the groups map only (it is the leased owner's map,
 // read directly by liveState and groupConfigsChanged); each groupEntry's
-// lock (its lease.State's) guards its state machines and lease fields and is held
-// across the store I/O that persists them, so a group's changes reach the
-// store in order. Lock order: an entry's mu may be taken while holding
-// nothing, or before c.mu, never the reverse.
+// lock (its lease.State's) guards its state machines and lease fields and
+// is held across the store I/O that persists them, so a group's changes
+// reach the store in order. Lock order: an entry's lock may be taken while
+// holding nothing, or before c.mu, never the reverse.
 type coordinator struct {
 	a *Agent
 	// retention is offsets.retention.minutes (offsetsRetention; tests
@@ -98,7 +98,7 @@ func newCoordinator(a *Agent) *coordinator {
 	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, shares: newShares(a)}
 	c.lag = lag.New(lag.Config{
 		Store:    a.store,
-		Placed:   func(g string) bool { return a.coordinatorFor(g).ID == a.id && !a.isDraining() },
+		Placed:   func(g string) bool { return c.isOwner(g) && !a.isDraining() },
 		Defaults: a.cfg.TopicDefaults,
 		Interval: a.cfg.LagInterval,
 		Now:      time.Now,

@@ -8,12 +8,13 @@ package agent
 //
 // Placement is the group coordinator's rendezvous hash (Agent.coordinatorFor)
 // over the live agents; the lease metadata.TxnLeaseName(id) makes it
-// exclusive, with the group coordinator's lease lifecycle (agent/internal/lease). The
-// state lives in the store (metadata.Transaction) and is written
-// before anything it implies happens: PrepareCommit/PrepareAbort is saved
-// before the first marker, so an agent taking over an id in a Prepare state
-// writes the markers again (a partition whose transaction a marker already
-// closed ignores the second one) and completes it.
+// exclusive, with the group coordinator's lease lifecycle
+// (agent/internal/lease). The state lives in the store
+// (metadata.Transaction) and is written before anything it implies
+// happens: PrepareCommit/PrepareAbort is saved before the first marker, so
+// an agent taking over an id in a Prepare state writes the markers again
+// (a partition whose transaction a marker already closed ignores the
+// second one) and completes it.
 
 import (
 	"context"
@@ -48,9 +49,9 @@ const (
 // txnCoordinator holds the transactional ids this agent coordinates.
 //
 // Locking: mu guards the entries map only (the leased owner's); each
-// txnEntry's lock (its lease.State's) guards its fields and is held across the
-// store and marker I/O of one request, so the requests of one id are
-// applied one at a time, in order. Lock order: an entry's mu before c.mu,
+// txnEntry's lock (its lease.State's) guards its fields and is held across
+// the store and marker I/O of one request, so the requests of one id are
+// applied one at a time, in order. Lock order: an entry's lock before c.mu,
 // never the reverse.
 type txnCoordinator struct {
 	a        *Agent

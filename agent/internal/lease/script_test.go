@@ -1,5 +1,8 @@
 package lease
 
+// The interpreter of the lease scripts in testdata (see
+// docs/architecture.md, Tests).
+
 import (
 	"context"
 	"errors"
@@ -15,10 +18,11 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"floe/internal/scripttest"
 	"floe/metadata"
 )
 
-// TestLifecycle runs the scripts in testdata: each drives one Owner, with
+// TestScripts runs the scripts in testdata: each drives one Owner, with
 // no agent, over fakeStore and a scripted clock. Commands:
 //
 //	with key=K [invalidate]    an operation on K (invalidate: the operation's
@@ -37,10 +41,9 @@ import (
 // Each command prints what it made happen, grouped by key in key order
 // (in order within a key): store calls, hooks (load, unload, save, tick, fn:
 // the operation ran), logged lines; with ends with its answer.
-func TestLifecycle(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := newHarness()
-		datadriven.RunTest(t, path, h.run)
+func TestScripts(t *testing.T) {
+	scripttest.Walk(t, "testdata", func(*testing.T) func(*testing.T, *datadriven.TestData) string {
+		return newHarness().run
 	})
 }
 
@@ -269,14 +272,25 @@ func newHarness() *harness {
 	return h
 }
 
+// arg is the required argument key.
 func arg(t *testing.T, d *datadriven.TestData, key string) string {
+	t.Helper()
 	var v string
 	d.ScanArgs(t, key, &v)
 	return v
 }
 
+// known is the arguments each command takes (advance: its duration).
+var known = map[string][]string{
+	"with": {"key", "invalidate"}, "steal": {"key", "by"}, "lapse": {"key"},
+	"placement": {"key", "owner"}, "fail": {"op", "err"}, "hang": {"op"},
+}
+
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	ctx := context.Background()
+	if d.Cmd != "advance" {
+		scripttest.Known(t, d, known[d.Cmd]...)
+	}
 	var tail []string
 	switch d.Cmd {
 	case "with":
@@ -297,7 +311,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		if len(d.CmdArgs) != 1 {
 			d.Fatalf(t, "advance takes one duration")
 		}
-		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
+		dur, err := time.ParseDuration(scripttest.Arg(d))
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}
@@ -332,11 +346,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd == "hang" {
 			h.store.hang[op] = true
 		} else {
-			msg := "boom"
-			if d.HasArg("err") {
-				msg = arg(t, d, "err")
-			}
-			h.store.fail[op] = errors.New(msg)
+			h.store.fail[op] = errors.New(scripttest.Str(t, d, "err", "boom"))
 		}
 		h.store.mu.Unlock()
 	case "heal":

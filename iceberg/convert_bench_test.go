@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
+	rtmetrics "runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +26,8 @@ import (
 // directory bucket into a table on SQLite and the same directory: one
 // op is one cycle over 64 MiB of records. MB/s is the conversion
 // throughput; cpu-s/GB the process CPU time (all cores) the cycles took
-// per GB of records: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
+// per GB of records, MB/cpu-s the rate on one core; peak-MiB and
+// budget-MiB as cycleMeter's: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
 func BenchmarkConvert(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -54,7 +57,8 @@ func BenchmarkConvert(b *testing.B) {
 	const partitions, perBatch, batchesPerObject, recSize = 8, 100, 10, 1024
 	perOp := int64(64 << 20)
 	b.SetBytes(perOp)
-	var cpu time.Duration
+	var m cycleMeter
+	m.budget = cfg.MemoryBytes()
 	value := make([]byte, recSize-24)
 	for i := range value {
 		value[i] = byte('a' + i%26) // compressible as JSON-ish payloads are
@@ -94,15 +98,68 @@ func BenchmarkConvert(b *testing.B) {
 		if err != nil || l == nil {
 			b.Fatal(err)
 		}
-		before := cpuTime()
-		b.StartTimer()
-		if err := conv.cycle(ctx, l, tp); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		cpu += cpuTime() - before
+		m.measure(b, func() error { return conv.cycle(ctx, l, tp) })
 	}
-	b.ReportMetric(cpu.Seconds()/(float64(perOp)*float64(b.N)/1e9), "cpu-s/GB")
+	m.report(b, perOp)
+}
+
+// cycleMeter sums the CPU time of the cycles a benchmark times and keeps
+// the most heap one held: the bytes of live and not yet collected heap
+// objects (runtime/metrics' /memory/classes/heap/objects:bytes, which the
+// process's memory follows), sampled every millisecond, above what was
+// live when the cycle began (after a GC).
+type cycleMeter struct {
+	cpu    time.Duration
+	peak   uint64
+	budget int64 // ConverterConfig.MemoryBytes
+}
+
+// measure times run (the timer stopped on entry and left stopped).
+func (m *cycleMeter) measure(b *testing.B, run func() error) {
+	runtime.GC()
+	sample := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() uint64 {
+		rtmetrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	base := heap()
+	stop, sampled := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peak uint64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, heap())
+			select {
+			case <-stop:
+				sampled <- max(peak, heap())
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	before := cpuTime()
+	b.StartTimer()
+	err := run()
+	b.StopTimer()
+	m.cpu += cpuTime() - before
+	close(stop)
+	if p := <-sampled; p > base {
+		m.peak = max(m.peak, p-base)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// report reports cpu-s/GB, MB/cpu-s, peak-MiB and budget-MiB over b.N
+// cycles of perOp record bytes each.
+func (m *cycleMeter) report(b *testing.B, perOp int64) {
+	gb := float64(perOp) * float64(b.N) / 1e9
+	b.ReportMetric(m.cpu.Seconds()/gb, "cpu-s/GB")
+	b.ReportMetric(gb*1e3/m.cpu.Seconds(), "MB/cpu-s")
+	b.ReportMetric(float64(m.peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(m.budget)/(1<<20), "budget-MiB")
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -26,8 +26,8 @@ import (
 // directory bucket into a table on SQLite and the same directory: one
 // op is one cycle over 64 MiB of records. MB/s is the conversion
 // throughput; cpu-s/GB the process CPU time (all cores) the cycles took
-// per GB of records, MB/cpu-s the rate on one core; peak-MiB and
-// budget-MiB as cycleMeter's: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
+// per GB of records, MB/cpu-s the rate on one core; peak-MiB, live-MiB
+// and budget-MiB as cycleMeter's: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
 func BenchmarkConvert(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -104,35 +104,38 @@ func BenchmarkConvert(b *testing.B) {
 }
 
 // cycleMeter sums the CPU time of the cycles a benchmark times and keeps
-// the most heap one held: the bytes of live and not yet collected heap
-// objects (runtime/metrics' /memory/classes/heap/objects:bytes, which the
-// process's memory follows), sampled every millisecond, above what was
-// live when the cycle began (after a GC).
+// the most memory one held above what was live when it began (after a
+// GC), from runtime/metrics sampled every millisecond: peak, the bytes of
+// heap objects, live and not yet collected (what the process's memory
+// follows: up to about twice the live heap at GOGC=100), and live, the
+// heap a GC found live (/gc/heap/live:bytes), what the converter's budget
+// bounds.
 type cycleMeter struct {
-	cpu    time.Duration
-	peak   uint64
-	budget int64 // ConverterConfig.MemoryBytes
+	cpu        time.Duration
+	peak, live uint64
+	budget     int64 // ConverterConfig.MemoryBytes
 }
 
 // measure times run (the timer stopped on entry and left stopped).
 func (m *cycleMeter) measure(b *testing.B, run func() error) {
 	runtime.GC()
-	sample := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	heap := func() uint64 {
-		rtmetrics.Read(sample)
-		return sample[0].Value.Uint64()
+	samples := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	read := func() (heap, live uint64) {
+		rtmetrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
 	}
-	base := heap()
-	stop, sampled := make(chan struct{}), make(chan uint64)
+	baseHeap, baseLive := read()
+	stop, sampled := make(chan struct{}), make(chan [2]uint64)
 	go func() {
-		var peak uint64
+		var peak [2]uint64
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
 		for {
-			peak = max(peak, heap())
+			heap, live := read()
+			peak = [2]uint64{max(peak[0], heap), max(peak[1], live)}
 			select {
 			case <-stop:
-				sampled <- max(peak, heap())
+				sampled <- peak
 				return
 			case <-t.C:
 			}
@@ -144,21 +147,26 @@ func (m *cycleMeter) measure(b *testing.B, run func() error) {
 	b.StopTimer()
 	m.cpu += cpuTime() - before
 	close(stop)
-	if p := <-sampled; p > base {
-		m.peak = max(m.peak, p-base)
+	peak := <-sampled
+	if peak[0] > baseHeap {
+		m.peak = max(m.peak, peak[0]-baseHeap)
+	}
+	if peak[1] > baseLive {
+		m.live = max(m.live, peak[1]-baseLive)
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
 }
 
-// report reports cpu-s/GB, MB/cpu-s, peak-MiB and budget-MiB over b.N
-// cycles of perOp record bytes each.
+// report reports cpu-s/GB, MB/cpu-s, peak-MiB, live-MiB and budget-MiB
+// over b.N cycles of perOp record bytes each.
 func (m *cycleMeter) report(b *testing.B, perOp int64) {
 	gb := float64(perOp) * float64(b.N) / 1e9
 	b.ReportMetric(m.cpu.Seconds()/gb, "cpu-s/GB")
 	b.ReportMetric(gb*1e3/m.cpu.Seconds(), "MB/cpu-s")
 	b.ReportMetric(float64(m.peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(m.live)/(1<<20), "live-MiB")
 	b.ReportMetric(float64(m.budget)/(1<<20), "budget-MiB")
 }
 

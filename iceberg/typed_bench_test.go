@@ -25,9 +25,10 @@ const benchRecords = "../schemaregistry/validation/testdata/bench"
 // schema id (schema_id_prefix; Protobuf with message index [0]), and the
 // JSON record unframed in json mode (columns inferred). MB/s is the wall
 // rate; cpu-s/GB the process CPU time (user + system, all cores) per GB of
-// records; MB/cpu-s the rate on one core (1000 / cpu-s/GB); peak-MiB the
-// most heap the cycle held above what was live before it, beside
-// budget-MiB, the converter's ConverterConfig.MemoryBytes:
+// records; MB/cpu-s the rate on one core (1000 / cpu-s/GB); peak-MiB and
+// live-MiB the most heap (all of it, and what a GC found live) the cycle
+// held above what was live before it (cycleMeter), beside budget-MiB, the
+// converter's ConverterConfig.MemoryBytes:
 // `go test ./iceberg -run '^$' -bench ConvertTyped -benchtime 3x`.
 func BenchmarkConvertTyped(b *testing.B) {
 	for _, f := range []struct {

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -21,10 +22,19 @@ import (
 	"floe/storage/file"
 )
 
+// benchFileSize is the conversion benchmarks' target file size, by
+// default the converter's (DefaultConverterConfig): a 64 MiB cycle is then
+// one file, short of the bound the converter's budget
+// (ConverterConfig.MemoryBytes, the file size + 8 MiB) is for; smaller,
+// a cycle writes several files and reaches it:
+// `go test ./iceberg -run '^$' -bench Convert -convert-file-size 16777216`.
+var benchFileSize = flag.Int64("convert-file-size", DefaultConverterConfig("").TargetFileSize,
+	"the conversion benchmarks' target file size in bytes")
+
 // BenchmarkConvert measures conversion of 1 KiB records (8 partitions,
 // batches of 100 records, 1,000 records per partition per object) from a
-// directory bucket into a table on SQLite and the same directory: one
-// op is one cycle over 64 MiB of records. MB/s is the conversion
+// directory bucket into a table on SQLite and the same directory, files
+// of benchFileSize: one op is one cycle over 64 MiB of records. MB/s is the conversion
 // throughput; cpu-s/GB the process CPU time (all cores) the cycles took
 // per GB of records, MB/cpu-s the rate on one core; peak-MiB, live-MiB
 // and budget-MiB as cycleMeter's: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
@@ -52,6 +62,7 @@ func BenchmarkConvert(b *testing.B) {
 	}
 	cfg := DefaultConverterConfig("bench")
 	cfg.Maintenance.Every = 0
+	cfg.TargetFileSize = *benchFileSize
 	conv := NewConverter(cfg, store, bucket, cat, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	const partitions, perBatch, batchesPerObject, recSize = 8, 100, 10, 1024

@@ -21,7 +21,7 @@ const benchRecords = "../schemaregistry/validation/testdata/bench"
 
 // BenchmarkConvertTyped converts the 1 KiB records into a typed table, one
 // partition, 1,000 records per object; one op is one cycle over 64 MiB of
-// records, as BenchmarkConvert's binary one. Each format framed with a
+// records into files of benchFileSize, as BenchmarkConvert's binary one. Each format framed with a
 // schema id (schema_id_prefix; Protobuf with message index [0]), and the
 // JSON record unframed in json mode (columns inferred). MB/s is the wall
 // rate; cpu-s/GB the process CPU time (user + system, all cores) per GB of
@@ -77,6 +77,7 @@ func benchTyped(b *testing.B, mode string, record func(*typedEnv) []byte) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		e := newTypedEnv(b, map[string]string{ConfigValueMode: mode})
+		e.conv.cfg.TargetFileSize = *benchFileSize
 		rec := record(e)
 		size = len(rec)
 		values := make([][]byte, perObject)

@@ -140,9 +140,8 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if code, msg := a.checkPartitionsPerTopic(rt.Topic, partitions); code != nil {
 		return code, msg
 	}
-	// The configs are checked as AlterConfigs checks them, with the same
-	// table (checkTopicConfig); a name given twice takes its last value, as
-	// in Kafka.
+	// The configs are checked as AlterConfigs checks them (topicconfig);
+	// a name given twice takes its last value, as in Kafka.
 	configs := make(map[string]string, len(rt.Configs))
 	var nulls []string
 	for _, c := range rt.Configs {
@@ -155,10 +154,8 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if len(nulls) > 0 {
 		return kerr.InvalidConfig, "Null value not supported for topic configs: " + strings.Join(nulls, ",")
 	}
-	for _, name := range sortedKeys(configs) {
-		if why := topicconfig.Check(name, configs[name]); why != "" {
-			return kerr.InvalidConfig, why
-		}
+	if why := topicconfig.CheckAll(configs); why != "" {
+		return kerr.InvalidConfig, why
 	}
 	if ctx.Err() != nil {
 		return kerr.RequestTimedOut, "the request's timeout passed before the topic was created"

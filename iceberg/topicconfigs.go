@@ -3,6 +3,7 @@ package iceberg
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/metadata"
 	"floe/topicconfig"
 )
 
@@ -10,12 +11,13 @@ import (
 // checked by CheckTopicConfig: linking this package (cmd/floe does) is
 // what makes them known.
 func init() {
+	topicconfig.RegisterSetCheck(checkConfigSet)
 	topicconfig.Register(ConfigEnabled, topicconfig.Def{Type: kmsg.ConfigTypeBoolean, Default: "false", Effect: topicconfig.Enforced,
 		Check: configCheck(ConfigEnabled),
 		Doc:   "true: the compactor's converter keeps the topic's committed records in the Iceberg table of the same name (dots become underscores), backfilled from the log start, and retention keeps records until they are in it. Unset follows the converter's --iceberg-default, reported here as false."})
 	topicconfig.Register(ConfigPartitionSpec, topicconfig.Def{Type: kmsg.ConfigTypeString, Default: DefaultPartitionSpec, Effect: topicconfig.Enforced,
 		Check: configCheck(ConfigPartitionSpec),
-		Doc:   "The Iceberg table's partition spec when the converter creates it: TRANSFORM(COLUMN), comma-separated, with Iceberg's transforms identity, year, month, day, hour, bucket[N], truncate[W], void over partition, offset, timestamp, timestamp_type, key, value. Changing it later does not change an existing table."})
+		Doc:   "The Iceberg table's partition spec when the converter creates it: TRANSFORM(COLUMN), comma-separated, with Iceberg's transforms identity, year, month, day, hour, bucket[N], truncate[W], void over partition, offset, timestamp, timestamp_type, key, value, or in typed modes over value columns too (customer.region for a nested field), checked against the first schema the table takes in: records whose schema lacks a column or has one of a type its transform does not take go to the __dlq table, reason partition_spec. Changing it later does not change an existing table."})
 	topicconfig.Register(ConfigValueMode, topicconfig.Def{Type: kmsg.ConfigTypeString, Default: ModeBinary, Effect: topicconfig.Enforced,
 		Check: configCheck(ConfigValueMode),
 		Doc:   "How the Iceberg table holds record values: binary (one value column, the default), schema_id_prefix (values framed with a schema registry id, decoded into typed columns; records that cannot be go to the table's __dlq table), schema_latest (unframed values decoded with the latest schema of floe.value.subject) or json (columns inferred from JSON values). Modes a floe version does not convert leave the topic unconverted."})
@@ -42,4 +44,24 @@ func configCheck(name string) func(string) string {
 		}
 		return ""
 	}
+}
+
+// checkConfigSet refuses a partition spec that names value columns on a
+// topic whose table has none (both modes binary): the columns of a
+// typed table's values are only known from its records' schemas, bound
+// when the table takes in its first one (see Converter).
+func checkConfigSet(configs map[string]string) (string, string) {
+	spec, ok := configs[ConfigPartitionSpec]
+	if !ok || !configsBinary(configs) {
+		return "", ""
+	}
+	if _, err := ParsePartitionSpec(spec); err != nil {
+		return ConfigPartitionSpec, err.Error()
+	}
+	return "", ""
+}
+
+// configsBinary reports whether configs make a binary table.
+func configsBinary(configs map[string]string) bool {
+	return !topicTypedConfig(metadata.Topic{Configs: configs}).typed()
 }

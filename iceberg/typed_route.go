@@ -124,7 +124,7 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 	}
 	pkey := val.key + " | " + k.key
 	if err, ok := refused[pkey]; ok {
-		return false, w.dead(r, reasonIncompatible, err.Error())
+		return false, w.dead(r, refusedReason(err), err.Error())
 	}
 	pl, ok := plans[pkey]
 	if !ok {
@@ -167,6 +167,10 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		}
 		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ice).Apply()
 		if err == nil && !applied.Equals(cur.Schema()) {
+			if _, _, err = pendingSpec(cur, applied); err != nil {
+				refused[pkey] = fmt.Errorf("schemas %s: %w", pkey, err)
+				return false, w.dead(r, reasonPartitionSpec, refused[pkey].Error())
+			}
 			if !carried {
 				w.evolve = ice
 				return true, nil
@@ -204,6 +208,14 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		}
 	}
 	return false, b.add(r, vapp, kapp, len(val.payload))
+}
+
+// refusedReason is the dead-letter reason of a refused pair of schemas.
+func refusedReason(err error) string {
+	if errors.Is(err, errPartitionSpec) {
+		return reasonPartitionSpec
+	}
+	return reasonIncompatible
 }
 
 // keyTableSchema is the table's _key struct as a schema (empty if none).

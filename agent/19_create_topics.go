@@ -140,8 +140,7 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if code, msg := a.checkPartitionsPerTopic(rt.Topic, partitions); code != nil {
 		return code, msg
 	}
-	// The configs are checked as AlterConfigs checks them (topicconfig);
-	// a name given twice takes its last value, as in Kafka.
+	// Checked as AlterConfigs checks them (topicconfig); a repeated name takes its last value, as in Kafka.
 	configs := make(map[string]string, len(rt.Configs))
 	var nulls []string
 	for _, c := range rt.Configs {

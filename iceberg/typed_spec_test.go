@@ -113,9 +113,6 @@ func bucketOf(t *testing.T, v int64) string {
 // daysOf is Iceberg's day of a timestamp, as text: days since the epoch.
 func daysOf(at time.Time) string { return strconv.Itoa(int(at.Unix() / 86400)) }
 
-// fmtAny is a partition value as text.
-func fmtAny(v any) string { return fmt.Sprint(v) }
-
 const (
 	// orderTimed has the spec's columns; orderUntimed lacks order_time.
 	orderTimed = `{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},
@@ -196,11 +193,10 @@ func TestTypedValueColumnSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range mans {
-		entries, err := m.FetchEntries(fs, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, en := range entries {
+		for en, err := range m.Entries(fs, false) {
+			if err != nil {
+				t.Fatal(err)
+			}
 			df := en.DataFile()
 			if df.SpecID() != int32(ps.ID()) {
 				t.Errorf("file %s of spec %d", df.FilePath(), df.SpecID())
@@ -208,7 +204,7 @@ func TestTypedValueColumnSpec(t *testing.T) {
 			p := df.Partition()
 			key := []string{}
 			for _, f := range ps.Fields() {
-				key = append(key, f.Name+"="+fmtAny(p[f.FieldID]))
+				key = append(key, f.Name+"="+fmt.Sprint(p[f.FieldID]))
 			}
 			files[strings.Join(key, " ")] += df.Count()
 		}

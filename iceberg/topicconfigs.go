@@ -1,6 +1,11 @@
 package iceberg
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/metadata"
@@ -47,16 +52,39 @@ func configCheck(name string) func(string) string {
 }
 
 // checkConfigSet refuses a partition spec that names value columns on a
-// topic whose table has none (both modes binary): the columns of a
-// typed table's values are only known from its records' schemas, bound
-// when the table takes in its first one (see Converter).
+// topic whose table has none (both modes binary), and one that takes the
+// year, month, day or hour of a column json mode infers (it infers no
+// dates or timestamps). Other value columns are only known from the
+// records' schemas, bound when the table takes in its first one (see
+// typed_spec.go).
 func checkConfigSet(configs map[string]string) (string, string) {
 	spec, ok := configs[ConfigPartitionSpec]
-	if !ok || !configsBinary(configs) {
+	if !ok {
 		return "", ""
 	}
-	if _, err := ParsePartitionSpec(spec); err != nil {
+	if configsBinary(configs) {
+		if _, err := ParsePartitionSpec(spec); err != nil {
+			return ConfigPartitionSpec, err.Error()
+		}
+		return "", ""
+	}
+	terms, err := parseSpecTerms(spec)
+	if err != nil {
 		return ConfigPartitionSpec, err.Error()
+	}
+	cfg := topicTypedConfig(metadata.Topic{Configs: configs})
+	for _, t := range terms {
+		mode, side := cfg.valueMode, ConfigValueMode
+		if strings.HasPrefix(t.col, ColTypedKey+".") {
+			mode, side = cfg.keyMode, ConfigKeyMode
+		}
+		switch t.tr.(type) {
+		case iceberg.YearTransform, iceberg.MonthTransform, iceberg.DayTransform, iceberg.HourTransform:
+			if mode == ModeJSON && !slices.Contains(kafkaSpecColumns, t.col) {
+				return ConfigPartitionSpec, fmt.Sprintf("partition spec term %q: with %s=%s, columns are inferred from JSON values as boolean, long, double, string, struct or list: %s takes dates and timestamps",
+					t.text, side, ModeJSON, t.tr)
+			}
+		}
 	}
 	return "", ""
 }

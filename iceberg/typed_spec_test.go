@@ -39,6 +39,10 @@ func TestPartitionSpecConfig(t *testing.T) {
 		{"identity(customer..region)", typed, "a column or a dotted path"},
 		{"day order_time", typed, "want TRANSFORM(COLUMN)"},
 		{"bucket[4](customer_id), bucket[4](customer_id)", typed, "given twice"},
+		{"bucket[4](customer_id), day(timestamp)", map[string]string{ConfigValueMode: ModeJSON}, ""},
+		{"day(order_time)", map[string]string{ConfigValueMode: ModeJSON}, `Invalid value day(order_time) for configuration floe.iceberg.partition.spec: partition spec term "day(order_time)": with floe.iceberg.value.mode=json, columns are inferred from JSON values as boolean, long, double, string, struct or list: day takes dates and timestamps`},
+		{"hour(_key.at)", map[string]string{ConfigValueMode: ModeSchemaIDPrefix, ConfigKeyMode: ModeJSON}, "with floe.iceberg.key.mode=json"},
+		{"hour(_key.at), day(order_time)", map[string]string{ConfigValueMode: ModeJSON, ConfigKeyMode: ModeSchemaLatest}, `"day(order_time)": with floe.iceberg.value.mode=json`},
 	} {
 		configs := map[string]string{ConfigPartitionSpec: c.spec}
 		for k, v := range c.extra {
@@ -238,5 +242,35 @@ func TestTypedValueColumnSpec(t *testing.T) {
 	}
 	if len(tasks) != 1 {
 		t.Errorf("a scan of day 2 plans %d files, want 1", len(tasks))
+	}
+}
+
+// TestTypedJSONValueColumnSpec: in json mode each value's inferred
+// columns are checked against the pending spec: a value without the
+// column is a partition_spec dead letter until one with it binds the
+// spec; values without it after that are rows.
+func TestTypedJSONValueColumnSpec(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeJSON, ConfigPartitionSpec: "bucket[4](customer.id)"})
+	e.produce([]byte(`{"amount":1}`), []byte(`{"amount":2,"customer":{"id":7}}`), []byte(`{"amount":3}`))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := tbl.Spec()
+	if ps.NumFields() != 1 || ps.Field(0).Name != "customer_id_bucket_4" {
+		t.Errorf("spec %v", ps)
+	}
+	if got := strings.Join(e.rows(tbl, "_kafka.offset", "amount"), ","); got != `{"_kafka":{"offset":1},"amount":2},{"_kafka":{"offset":2},"amount":3}` {
+		t.Errorf("rows %s", got)
+	}
+	dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, `"offset":0`) || !strings.Contains(got, "partition_spec: ") || strings.Count(got, "offset") != 1 {
+		t.Errorf("dead letters %s", got)
 	}
 }

@@ -266,7 +266,7 @@ func CheckTopicConfig(key, value string) error {
 		}
 		return nil
 	case ConfigPartitionSpec:
-		// Which columns exist depends on the value mode: CheckTopicConfigs.
+		// Which columns exist depends on the modes: checkConfigSet.
 		_, err := parseSpecTerms(value)
 		return err
 	}

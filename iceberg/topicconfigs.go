@@ -62,7 +62,8 @@ func checkConfigSet(configs map[string]string) (string, string) {
 	if !ok {
 		return "", ""
 	}
-	if configsBinary(configs) {
+	cfg := topicTypedConfig(metadata.Topic{Configs: configs})
+	if !cfg.typed() {
 		if _, err := ParsePartitionSpec(spec); err != nil {
 			return ConfigPartitionSpec, err.Error()
 		}
@@ -72,7 +73,6 @@ func checkConfigSet(configs map[string]string) (string, string) {
 	if err != nil {
 		return ConfigPartitionSpec, err.Error()
 	}
-	cfg := topicTypedConfig(metadata.Topic{Configs: configs})
 	for _, t := range terms {
 		mode, side := cfg.valueMode, ConfigValueMode
 		if strings.HasPrefix(t.col, ColTypedKey+".") {
@@ -87,9 +87,4 @@ func checkConfigSet(configs map[string]string) (string, string) {
 		}
 	}
 	return "", ""
-}
-
-// configsBinary reports whether configs make a binary table.
-func configsBinary(configs map[string]string) bool {
-	return !topicTypedConfig(metadata.Topic{Configs: configs}).typed()
 }

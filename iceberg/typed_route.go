@@ -170,7 +170,8 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 			if _, _, err = pendingSpec(cur, applied); err != nil {
 				refused[pkey] = fmt.Errorf("schemas %s: %w", pkey, err)
 				name := TableName(w.t.Name)
-				w.c.reportOnce("partition_spec/"+name, "records to the dead-letter table: the table's partition spec does not bind to their schema", name, refused[pkey])
+				w.c.reportOnce("partition_spec/"+name, "records to the dead-letter table: the table's partition spec does not bind to their schema",
+					name, refused[pkey])
 				return false, w.dead(r, reasonPartitionSpec, refused[pkey].Error())
 			}
 			if !carried {

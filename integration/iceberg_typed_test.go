@@ -700,6 +700,7 @@ func TestIcebergTypedJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, _ := waitTyped(t, ctx, cat, "typed_plain", 3, 1)
+	checkParquetFieldIDs(t, ctx, tbl)
 	want := `{"_kafka":{"offset":0},"_key":{"region":"eu","shard":null},"amount":1.5,"sku":"a","tags":null}` + "\n" +
 		`{"_kafka":{"offset":1},"_key":{"region":"us","shard":3},"amount":2,"sku":null,"tags":["x","y"]}` + "\n" +
 		`{"_kafka":{"offset":2},"_key":null,"amount":3.25,"sku":"c","tags":null}`

@@ -259,8 +259,8 @@ func readParquetColumns(t *testing.T, ctx context.Context, fsys icebergio.IO, pa
 // through the table's FileIO and checks that each Parquet field carries
 // the field id of the table's column at the same path in the table's
 // current schema: top-level columns, struct fields, list elements, map
-// keys and values. Columns are matched by name (the tables it checks
-// rename none).
+// keys and values. Columns are matched by name (an Avro field renamed
+// through an alias keeps filling its column, under the column's name).
 func checkParquetFieldIDs(t *testing.T, ctx context.Context, tbl *table.Table) {
 	t.Helper()
 	fsys, err := tbl.FS(ctx)

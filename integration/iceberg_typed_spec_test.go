@@ -59,10 +59,31 @@ type specOrder struct {
 // transform to, and a scan filtered on order_time plans only that day's
 // files.
 func TestIcebergTypedPartitionSpec(t *testing.T) {
-	ctx := testContext(t, 3*time.Minute)
 	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
+	typedPartitionSpec(t, dev)
+}
+
+// TestIcebergTypedPartitionSpecMinIO: the same on PostgreSQL and MinIO,
+// the converter in `floe compactor`, the data files read through the
+// FileIO of an agent's REST catalog that vends the bucket's credentials.
+func TestIcebergTypedPartitionSpecMinIO(t *testing.T) {
+	c := newCluster(t, "typed_spec_minio")
+	a := c.startAgent(t, "--iceberg-vend-credentials")
+	comp := &proc{t: t, env: c.env}
+	comp.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	comp.args = []string{"compactor", "--metadata", c.metaURL, "--bucket", c.bucketURL, "--http-addr", comp.HTTPAddr,
+		"--interval", "1s", "--iceberg-interval", "300ms"}
+	comp.start()
+	t.Cleanup(comp.Stop)
+	typedPartitionSpec(t, a)
+}
+
+// typedPartitionSpec is TestIcebergTypedPartitionSpec against a floe
+// whose Kafka, registry and REST catalog listeners are p's.
+func typedPartitionSpec(t *testing.T, p *proc) {
+	ctx := testContext(t, 3*time.Minute)
 	const topic, spec = "spec.orders", "day(order_time), bucket[16](customer_id)"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +108,7 @@ func TestIcebergTypedPartitionSpec(t *testing.T) {
 		t.Errorf("unknown transform: %v %q", resp.Err, resp.ErrMessage)
 	}
 
-	rc, err := sr.NewClient(sr.URLs("http://" + dev.RegistryAddr))
+	rc, err := sr.NewClient(sr.URLs("http://" + p.RegistryAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +119,7 @@ func TestIcebergTypedPartitionSpec(t *testing.T) {
 	avs := avro.MustParse(specOrderSchema)
 	var serde sr.Serde
 	serde.Register(ss.ID, specOrder{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(avs, v) }))
-	createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{"floe.iceberg.enabled": ptr("true"),
+	createTableTopic(t, ctx, p.Addr, topic, map[string]*string{"floe.iceberg.enabled": ptr("true"),
 		"floe.iceberg.value.mode": ptr("schema_id_prefix"), "floe.iceberg.partition.spec": ptr(spec)})
 	alter, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "floe.iceberg.value.mode", Value: ptr("binary")}}, topic)
 	if err != nil {
@@ -126,7 +147,7 @@ func TestIcebergTypedPartitionSpec(t *testing.T) {
 		}
 	}
 
-	cat, err := rest.NewCatalog(ctx, "floe", "http://"+dev.HTTPAddr+"/iceberg")
+	cat, err := rest.NewCatalog(ctx, "floe", "http://"+p.HTTPAddr+"/iceberg")
 	if err != nil {
 		t.Fatal(err)
 	}

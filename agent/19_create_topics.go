@@ -4,7 +4,7 @@ package agent
 //
 // Partition count -1 means the agent default. Configs are checked as
 // AlterConfigs and IncrementalAlterConfigs check them, by the one table of
-// topic configs (topicconfig.Check): a name that is no Kafka
+// topic configs (topicconfig.CheckAll): a name that is no Kafka
 // (or floe.*) topic config, a value of the wrong type or range, a fixed
 // config's other values and a null value are INVALID_CONFIG in Kafka's
 // words; the rest are stored as given. Validate-only checks everything

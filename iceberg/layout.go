@@ -105,11 +105,12 @@ var kafkaSpecColumns = []string{ColPartition, ColOffset, ColTimestamp, ColTimest
 // parseSpecTerms checks a ConfigPartitionSpec's syntax and transforms
 // whatever the table: TRANSFORM(COLUMN) terms with Iceberg's transform
 // names, columns as dotted paths, the Kafka columns with transforms
-// their types take, no partition field twice. Which other columns exist
+// their types take, no partition field twice, one time transform a
+// column. Which other columns exist
 // depends on the table (bindSpec).
 func parseSpecTerms(s string) ([]specTerm, error) {
 	var terms []specTerm
-	seen := map[string]bool{}
+	seen, timed := map[string]bool{}, map[string]string{}
 	sc := Schema()
 	for _, term := range splitSpec(s) {
 		open := strings.IndexByte(term, '(')
@@ -138,6 +139,13 @@ func parseSpecTerms(s string) ([]specTerm, error) {
 			return nil, fmt.Errorf("partition spec term %q: %s given twice", term, target)
 		}
 		seen[target] = true
+		switch tr.(type) {
+		case iceberg.YearTransform, iceberg.MonthTransform, iceberg.DayTransform, iceberg.HourTransform:
+			if prev, ok := timed[col]; ok {
+				return nil, fmt.Errorf("partition spec term %q: conflicts with %q (Iceberg takes one of year, month, day, hour of a column)", term, prev)
+			}
+			timed[col] = term
+		}
 		terms = append(terms, specTerm{text: term, col: col, tr: tr})
 	}
 	return terms, nil

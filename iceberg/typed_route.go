@@ -167,7 +167,7 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		}
 		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ice).Apply()
 		if err == nil && !applied.Equals(cur.Schema()) {
-			if _, _, err = pendingSpec(cur, applied); err != nil {
+			if err = pendingBinds(cur, ice); err != nil {
 				refused[pkey] = fmt.Errorf("schemas %s: %w", pkey, err)
 				name := TableName(w.t.Name)
 				w.c.reportOnce("partition_spec/"+name, "records to the dead-letter table: the table's partition spec does not bind to their schema",

@@ -59,7 +59,8 @@ func pendingSpec(tbl *table.Table, sc *iceberg.Schema) (iceberg.PartitionSpec, b
 }
 
 // bindPendingSpec makes the spec txn's table has pending its spec, bound
-// to the schema txn has staged, and clears it; nothing if none is pending.
+// to the schema txn has staged, and clears it; nothing if none is
+// pending. An error wraps errPartitionSpec.
 func bindPendingSpec(txn *table.Transaction) error {
 	st, err := txn.StagedTable()
 	if err != nil {
@@ -75,7 +76,22 @@ func bindPendingSpec(txn *table.Transaction) error {
 		us.AddField(col, f.Transform, f.Name)
 	}
 	if err := us.Commit(); err != nil {
-		return fmt.Errorf("partition spec: %w", err)
+		return fmt.Errorf("%w: %w", errPartitionSpec, err)
 	}
 	return txn.RemoveProperties([]string{propPendingSpec})
+}
+
+// pendingBinds runs, on a throwaway transaction, what the cycle commits
+// when tbl takes in writer schema ice (its schema update, then
+// bindPendingSpec), so that a schema the pending spec cannot bind to is
+// found before the cycle takes it in. An error wraps errPartitionSpec.
+func pendingBinds(tbl *table.Table, ice *iceberg.Schema) error {
+	if _, ok := tbl.Properties()[propPendingSpec]; !ok {
+		return nil
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.UpdateSchema(true, false).UnionByNameWith(ice).Commit(); err != nil {
+		return fmt.Errorf("%w: %w", errPartitionSpec, err)
+	}
+	return bindPendingSpec(txn)
 }

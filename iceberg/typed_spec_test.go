@@ -39,6 +39,7 @@ func TestPartitionSpecConfig(t *testing.T) {
 		{"identity(customer..region)", typed, "a column or a dotted path"},
 		{"day order_time", typed, "want TRANSFORM(COLUMN)"},
 		{"bucket[4](customer_id), bucket[4](customer_id)", typed, "given twice"},
+		{"day(order_time), hour(order_time)", typed, `partition spec term "hour(order_time)": conflicts with "day(order_time)"`},
 		{"bucket[4](customer_id), day(timestamp)", map[string]string{ConfigValueMode: ModeJSON}, ""},
 		{"day(order_time)", map[string]string{ConfigValueMode: ModeJSON}, `Invalid value day(order_time) for configuration floe.iceberg.partition.spec: partition spec term "day(order_time)": with floe.iceberg.value.mode=json, columns are inferred from JSON values as boolean, long, double, string, struct or list: day takes dates and timestamps`},
 		{"hour(_key.at)", map[string]string{ConfigValueMode: ModeSchemaIDPrefix, ConfigKeyMode: ModeJSON}, "with floe.iceberg.key.mode=json"},
@@ -271,6 +272,34 @@ func TestTypedJSONValueColumnSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, `"offset":0`) || !strings.Contains(got, "partition_spec: ") || strings.Count(got, "offset") != 1 {
+		t.Errorf("dead letters %s", got)
+	}
+}
+
+// TestTypedSpecNameClash: a value column named as one of the spec's
+// partition fields over a Kafka column (identity(timestamp) is the
+// partition field timestamp) cannot take the spec: partition_spec.
+func TestTypedSpecNameClash(t *testing.T) {
+	e := newTypedEnv(t, map[string]string{ConfigValueMode: ModeJSON, ConfigPartitionSpec: "identity(timestamp), bucket[4](customer_id)"})
+	e.produce([]byte(`{"timestamp":1,"customer_id":5}`), []byte(`{"customer_id":6}`))
+	if err := e.cycle(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.conv.cat.Load(e.ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := tbl.Spec(); ps.NumFields() != 2 {
+		t.Errorf("spec %v", ps)
+	}
+	if got := strings.Join(e.rows(tbl, "_kafka.offset", "customer_id"), ","); got != `{"_kafka":{"offset":1},"customer_id":6}` {
+		t.Errorf("rows %s", got)
+	}
+	dlq, err := e.conv.cat.loadNamed(e.ctx, DLQTableName("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.rows(dlq, ColOffset, ColError), ","); !strings.Contains(got, `"offset":0`) || !strings.Contains(got, "partition_spec: ") || !strings.Contains(got, "partition name timestamp matches schema column") {
 		t.Errorf("dead letters %s", got)
 	}
 }

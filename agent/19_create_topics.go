@@ -4,7 +4,7 @@ package agent
 //
 // Partition count -1 means the agent default. Configs are checked as
 // AlterConfigs and IncrementalAlterConfigs check them, by the one table of
-// topic configs (topicconfig.Check): a name that is no Kafka
+// topic configs (topicconfig.CheckAll): a name that is no Kafka
 // (or floe.*) topic config, a value of the wrong type or range, a fixed
 // config's other values and a null value are INVALID_CONFIG in Kafka's
 // words; the rest are stored as given. Validate-only checks everything
@@ -140,9 +140,7 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if code, msg := a.checkPartitionsPerTopic(rt.Topic, partitions); code != nil {
 		return code, msg
 	}
-	// The configs are checked as AlterConfigs checks them, with the same
-	// table (checkTopicConfig); a name given twice takes its last value, as
-	// in Kafka.
+	// Checked as AlterConfigs checks them (topicconfig); a repeated name takes its last value, as in Kafka.
 	configs := make(map[string]string, len(rt.Configs))
 	var nulls []string
 	for _, c := range rt.Configs {
@@ -155,10 +153,8 @@ func (a *Agent) createTopic(ctx context.Context, validateOnly bool, rt kmsg.Crea
 	if len(nulls) > 0 {
 		return kerr.InvalidConfig, "Null value not supported for topic configs: " + strings.Join(nulls, ",")
 	}
-	for _, name := range sortedKeys(configs) {
-		if why := topicconfig.Check(name, configs[name]); why != "" {
-			return kerr.InvalidConfig, why
-		}
+	if why := topicconfig.CheckAll(configs); why != "" {
+		return kerr.InvalidConfig, why
 	}
 	if ctx.Err() != nil {
 		return kerr.RequestTimedOut, "the request's timeout passed before the topic was created"

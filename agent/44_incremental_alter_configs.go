@@ -238,6 +238,9 @@ func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []c
 		if err != nil {
 			return nil, err
 		}
+		if why := topicconfig.CheckSet(next); why != "" {
+			return nil, alterErr(kerr.InvalidConfig, "%s", why)
+		}
 		return next, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)

@@ -59,7 +59,7 @@
 //
 // Topics and configs: topics, partitions, cluster metadata and configs.
 //   - topics.go: the topic cache and auto-creation; the topic-config table
-//     is topicconfig.Defs, checked by topicconfig.Check.
+//     is topicconfig.Defs, checked by topicconfig.Check and CheckSet.
 //   - internal_topics.go: Kafka's internal topics (__consumer_offsets).
 //   - 03_metadata.go: Metadata: brokers, leaders by hash, zones.
 //   - 75_describe_topic_partitions.go: DescribeTopicPartitions.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -226,11 +227,7 @@ func (c *Converter) tableOf(ctx context.Context, t metadata.Topic, k tableKind, 
 		if !create {
 			return nil, nil
 		}
-		spec := DefaultPartitionSpec
-		if s, ok := t.Configs[ConfigPartitionSpec]; ok {
-			spec = s
-		}
-		ps, perr := parsePartitionSpec(spec, k == kindTyped)
+		ps, pending, perr := tableSpec(t, k)
 		if perr != nil {
 			return nil, fmt.Errorf("topic %s: %s: %w", t.Name, ConfigPartitionSpec, perr)
 		}
@@ -245,6 +242,9 @@ func (c *Converter) tableOf(ctx context.Context, t metadata.Topic, k tableKind, 
 		}
 		if layout != "" {
 			props[propLayout] = layout
+		}
+		if pending != "" {
+			props[propPendingSpec] = pending
 		}
 		tbl, err = c.cat.createNamed(ctx, name, sc, ps, props)
 		if errors.Is(err, catalog.ErrTableAlreadyExists) {
@@ -262,6 +262,31 @@ func (c *Converter) tableOf(ctx context.Context, t metadata.Topic, k tableKind, 
 			errLayout, name, layoutName(got), layoutName(layout))
 	}
 	return tbl, nil
+}
+
+// tableSpec is the partition spec a table of kind k is created with, and
+// for a typed table, the spec left pending until value columns come
+// (typedSpec). A dead-letter table, whose records have no value columns,
+// takes the spec's terms over the Kafka columns.
+func tableSpec(t metadata.Topic, k tableKind) (iceberg.PartitionSpec, string, error) {
+	spec := DefaultPartitionSpec
+	if s, ok := t.Configs[ConfigPartitionSpec]; ok {
+		spec = s
+	}
+	switch k {
+	case kindTyped:
+		return typedSpec(spec)
+	case kindDLQ:
+		terms, err := parseSpecTerms(spec)
+		if err != nil {
+			return iceberg.PartitionSpec{}, "", err
+		}
+		terms = slices.DeleteFunc(terms, func(t specTerm) bool { return !slices.Contains(kafkaSpecColumns, t.col) })
+		ps, err := bindSpec(spec, terms, DLQSchema(), false)
+		return ps, "", err
+	}
+	ps, err := ParsePartitionSpec(spec)
+	return ps, "", err
 }
 
 func layoutName(l string) string {

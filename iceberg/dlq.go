@@ -39,6 +39,9 @@ const (
 	reasonUnmappable   = "unmappable"         // the schema has no Iceberg form
 	reasonIncompatible = "incompatible_schema"
 	reasonDecode       = "does_not_decode"
+	// The schema would give the table columns its pending partition spec
+	// cannot bind to (typed_spec.go).
+	reasonPartitionSpec = "partition_spec"
 )
 
 // DLQTableName is the dead-letter table of a topic's typed table.

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,51 +82,146 @@ func arrowSchema() (*arrow.Schema, error) {
 // timestamp, bucket[16](key), identity(partition), truncate[4](value), …).
 // An empty value is the unpartitioned spec.
 func ParsePartitionSpec(s string) (iceberg.PartitionSpec, error) {
-	return parsePartitionSpec(s, false)
+	terms, err := parseSpecTerms(s)
+	if err != nil {
+		return iceberg.PartitionSpec{}, err
+	}
+	return bindSpec(s, terms, Schema(), false)
 }
 
-// parsePartitionSpec parses a ConfigPartitionSpec for a binary table or,
-// typed set, a typed one: the same column names, as the fields of the
-// _kafka struct.
-func parsePartitionSpec(s string, typed bool) (iceberg.PartitionSpec, error) {
+// specTerm is one TRANSFORM(COLUMN) of a ConfigPartitionSpec: col as
+// written, a Kafka column or (typed tables) a value column, nested
+// fields by dotted path.
+type specTerm struct {
+	text, col string
+	tr        iceberg.Transform
+}
+
+// kafkaSpecColumns are the columns a spec names by the same names in
+// binary and typed tables (in typed ones, _kafka's fields); any other
+// name is a binary table's value or a typed table's value column.
+var kafkaSpecColumns = []string{ColPartition, ColOffset, ColTimestamp, ColTimestampType, ColKey}
+
+// parseSpecTerms checks a ConfigPartitionSpec's syntax and transforms
+// whatever the table: TRANSFORM(COLUMN) terms with Iceberg's transform
+// names, columns as dotted paths, the Kafka columns with transforms
+// their types take, no partition field twice, one time transform a
+// column. Which other columns exist
+// depends on the table (bindSpec).
+func parseSpecTerms(s string) ([]specTerm, error) {
+	var terms []specTerm
+	seen, timed := map[string]bool{}, map[string]string{}
 	sc := Schema()
-	var opts []iceberg.PartitionOption
-	seen := map[string]bool{}
 	for _, term := range splitSpec(s) {
-		open := strings.LastIndexByte(term, '(')
+		open := strings.IndexByte(term, '(')
 		if open <= 0 || !strings.HasSuffix(term, ")") {
-			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: want TRANSFORM(COLUMN)", term)
+			return nil, fmt.Errorf("partition spec term %q: want TRANSFORM(COLUMN)", term)
 		}
 		name, col := strings.TrimSpace(term[:open]), strings.TrimSpace(term[open+1:len(term)-1])
 		tr, err := iceberg.ParseTransform(name)
 		if _, unknown := tr.(iceberg.UnknownTransform); unknown || err != nil {
 			// iceberg-go parses names it does not know as a transform that
 			// blocks every write; refuse them here instead.
-			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: invalid transform %q (want identity, year, month, day, hour, bucket[N], truncate[W], void)", term, name)
+			return nil, fmt.Errorf("partition spec term %q: invalid transform %q (want identity, year, month, day, hour, bucket[N], truncate[W], void)", term, name)
 		}
-		f, ok := sc.FindFieldByName(col)
-		if !ok || f.ID > idHeaders || f.ID == idHeaders {
-			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: no column %q (want one of partition, offset, timestamp, timestamp_type, key, value)", term, col)
+		for _, part := range strings.Split(col, ".") {
+			if part == "" || strings.ContainsAny(part, "()[], \t") {
+				return nil, fmt.Errorf("partition spec term %q: want TRANSFORM(COLUMN), a column or a dotted path to a nested field", term)
+			}
 		}
-		if !tr.CanTransform(f.Type) {
-			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: %s cannot transform %s", term, tr, f.Type)
+		if slices.Contains(kafkaSpecColumns, col) {
+			if f, _ := sc.FindFieldByName(col); !tr.CanTransform(f.Type) {
+				return nil, fmt.Errorf("partition spec term %q: %s cannot transform %s", term, tr, f.Type)
+			}
 		}
 		target := partitionFieldName(col, tr)
 		if seen[target] {
-			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: %s given twice", term, target)
+			return nil, fmt.Errorf("partition spec term %q: %s given twice", term, target)
 		}
 		seen[target] = true
-		if typed {
-			opts = append(opts, iceberg.AddPartitionFieldByName(ColKafka+"."+col, target, tr, TypedSchema(), nil))
-		} else {
-			opts = append(opts, iceberg.AddPartitionFieldByName(col, target, tr, sc, nil))
+		switch tr.(type) {
+		case iceberg.YearTransform, iceberg.MonthTransform, iceberg.DayTransform, iceberg.HourTransform:
+			if prev, ok := timed[col]; ok {
+				return nil, fmt.Errorf("partition spec term %q: conflicts with %q (Iceberg takes one of year, month, day, hour of a column)", term, prev)
+			}
+			timed[col] = term
 		}
+		terms = append(terms, specTerm{text: term, col: col, tr: tr})
+	}
+	return terms, nil
+}
+
+// onlyKafkaColumns reports whether terms name the Kafka columns alone,
+// which every table has from its creation.
+func onlyKafkaColumns(terms []specTerm) bool {
+	for _, t := range terms {
+		if !slices.Contains(kafkaSpecColumns, t.col) {
+			return false
+		}
+	}
+	return true
+}
+
+// bindSpec binds parsed terms (of spec s) to the schema of a binary
+// table (typed unset: the Kafka columns and value) or of a typed table
+// (the Kafka columns are _kafka's fields; other names are value or _key
+// columns, nested ones by dotted path through structs). A column must
+// exist, be primitive, not sit inside a list or a map, and have a type
+// its transform takes: bucket (int, long, decimal, date, time,
+// timestamps, string, uuid, binary), truncate (int, long, decimal,
+// string, binary), year/month/day (date, timestamps), hour (timestamps).
+func bindSpec(s string, terms []specTerm, sc *iceberg.Schema, typed bool) (iceberg.PartitionSpec, error) {
+	var opts []iceberg.PartitionOption
+	for _, t := range terms {
+		path := t.col
+		switch {
+		case typed && slices.Contains(kafkaSpecColumns, t.col):
+			path = ColKafka + "." + t.col
+		case !typed && !slices.Contains(kafkaSpecColumns, t.col) && t.col != ColValue:
+			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: no column %q (want one of partition, offset, timestamp, timestamp_type, key, value; value columns need %s or %s other than %s)",
+				t.text, t.col, ConfigValueMode, ConfigKeyMode, ModeBinary)
+		}
+		typ, err := specSource(sc, path)
+		if err != nil {
+			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: %w", t.text, err)
+		}
+		if !t.tr.CanTransform(typ) {
+			return iceberg.PartitionSpec{}, fmt.Errorf("partition spec term %q: %s cannot transform %s", t.text, t.tr, typ)
+		}
+		opts = append(opts, iceberg.AddPartitionFieldByName(path, partitionFieldName(t.col, t.tr), t.tr, sc, nil))
 	}
 	spec, err := iceberg.NewPartitionSpecOpts(opts...)
 	if err != nil {
 		return iceberg.PartitionSpec{}, fmt.Errorf("partition spec %q: %w", s, err)
 	}
 	return spec, nil
+}
+
+// specSource finds a partition source column by dotted path: a primitive
+// column, top-level or in structs (not in a list or a map: Iceberg
+// partitions by one value per row).
+func specSource(sc *iceberg.Schema, path string) (iceberg.Type, error) {
+	fields := sc.Fields()
+	parts := strings.Split(path, ".")
+	for i, part := range parts {
+		j := slices.IndexFunc(fields, func(f iceberg.NestedField) bool { return f.Name == part })
+		if j < 0 {
+			return nil, fmt.Errorf("no column %q", path)
+		}
+		f := fields[j]
+		if i == len(parts)-1 {
+			if _, ok := f.Type.(iceberg.PrimitiveType); !ok {
+				return nil, fmt.Errorf("column %q is a %s, not a primitive column", path, f.Type)
+			}
+			return f.Type, nil
+		}
+		st, ok := f.Type.(*iceberg.StructType)
+		if !ok {
+			return nil, fmt.Errorf("column %q: %s is a %s, and a partition source may only be nested in structs", path, strings.Join(parts[:i+1], "."), f.Type)
+		}
+		fields = st.FieldList
+	}
+	return nil, fmt.Errorf("no column %q", path)
 }
 
 // splitSpec splits on commas outside brackets and parentheses.
@@ -152,8 +248,11 @@ func splitSpec(s string) []string {
 }
 
 // partitionFieldName names a partition field as Spark and Java do:
-// timestamp_day, key_bucket, partition (identity keeps the column's name).
+// timestamp_day, key_bucket, partition (identity keeps the column's name);
+// a nested column's dots are underscores (customer_region), as iceberg-go
+// refuses dots in a partition field's name.
 func partitionFieldName(col string, tr iceberg.Transform) string {
+	col = strings.ReplaceAll(col, ".", "_")
 	switch t := tr.(type) {
 	case iceberg.IdentityTransform:
 		return col
@@ -175,7 +274,8 @@ func CheckTopicConfig(key, value string) error {
 		}
 		return nil
 	case ConfigPartitionSpec:
-		_, err := ParsePartitionSpec(value)
+		// Which columns exist depends on the modes: checkConfigSet.
+		_, err := parseSpecTerms(value)
 		return err
 	}
 	if ok, err := checkTypedConfig(key, value); ok {

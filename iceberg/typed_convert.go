@@ -275,6 +275,9 @@ func (w *typedWrite) run(tbl *table.Table, spans []*span) (*table.Transaction, [
 		if err := txn.UpdateSchema(true, false).UnionByNameWith(w.evolve).Commit(); err != nil {
 			return nil, nil, fmt.Errorf("evolve schema: %w", err)
 		}
+		if err := bindPendingSpec(txn); err != nil {
+			return nil, nil, err
+		}
 		st, err := txn.StagedTable()
 		if err != nil {
 			return nil, nil, err

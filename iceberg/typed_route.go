@@ -124,7 +124,7 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 	}
 	pkey := val.key + " | " + k.key
 	if err, ok := refused[pkey]; ok {
-		return false, w.dead(r, reasonIncompatible, err.Error())
+		return false, w.dead(r, refusedReason(err), err.Error())
 	}
 	pl, ok := plans[pkey]
 	if !ok {
@@ -167,6 +167,13 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		}
 		applied, err := cur.NewTransaction().UpdateSchema(true, false).UnionByNameWith(ice).Apply()
 		if err == nil && !applied.Equals(cur.Schema()) {
+			if err = pendingBinds(cur, ice); err != nil {
+				refused[pkey] = fmt.Errorf("schemas %s: %w", pkey, err)
+				name := TableName(w.t.Name)
+				w.c.reportOnce("partition_spec/"+name, "records to the dead-letter table: the table's partition spec does not bind to their schema",
+					name, refused[pkey])
+				return false, w.dead(r, reasonPartitionSpec, refused[pkey].Error())
+			}
 			if !carried {
 				w.evolve = ice
 				return true, nil
@@ -204,6 +211,14 @@ func (w *typedWrite) route(r *rawRecord, cur *table.Table, as *arrow.Schema, pla
 		}
 	}
 	return false, b.add(r, vapp, kapp, len(val.payload))
+}
+
+// refusedReason is the dead-letter reason of a refused pair of schemas.
+func refusedReason(err error) string {
+	if errors.Is(err, errPartitionSpec) {
+		return reasonPartitionSpec
+	}
+	return reasonIncompatible
 }
 
 // keyTableSchema is the table's _key struct as a schema (empty if none).

@@ -112,6 +112,7 @@ func TestIcebergTypedEvolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, dlq := waitTyped(t, ctx, cat, "typed_evo", len(want), len(dead))
+	checkParquetFieldIDs(t, ctx, tbl)
 	var cols []string
 	for _, f := range tbl.Schema().Fields() {
 		if f.Name != "_kafka" {

@@ -164,6 +164,8 @@ func TestIcebergTypedAvro(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, dlq := waitTyped(t, ctx, cat, "typed_orders", n, len(bad))
+	checkParquetFieldIDs(t, ctx, tbl)
+	checkParquetFieldIDs(t, ctx, dlq)
 
 	got := typedRows(t, ctx, tbl)
 	for off, w := range want {
@@ -613,6 +615,7 @@ message Order {
 			0x18, 0x01, 0x28, 0x07, 0x32, 0x02, 0x01, 0x02}
 		produce(topic, &serde, string(msg))
 		tbl, _ := waitTyped(t, ctx, cat, "typed_proto", 1, -1)
+		checkParquetFieldIDs(t, ctx, tbl)
 		want := "18446744073709551615 1765000000000005 SHIPPED null 7 [1, 2]"
 		got := duck(tbl, `SELECT concat_ws(' ', CAST(big AS VARCHAR), CAST(epoch_us(placed) AS VARCHAR), status,
 			coalesce(pay.card, 'null'), CAST(pay.points AS VARCHAR), CAST(qty AS VARCHAR)) FROM FILES`)
@@ -641,6 +644,7 @@ message Order {
 		produce(topic, &serde, map[string]any{"ref": "0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d", "at": "2026-12-06T05:40:01.234567Z",
 			"t": "05:40:01.25", "n": 1 << 40, "tags": []string{"a", "b"}}, map[string]any{"n": -1, "at": "oops"})
 		tbl, dlq := waitTyped(t, ctx, cat, "typed_json", 1, 1)
+		checkParquetFieldIDs(t, ctx, tbl)
 		want := "0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d 1796535601234567 05:40:01.25 1099511627776 [a, b]"
 		got := duck(tbl, `SELECT concat_ws(' ', CAST("ref" AS VARCHAR), CAST(epoch_us("at") AS VARCHAR), CAST("t" AS VARCHAR),
 			CAST(n AS VARCHAR), CAST(tags AS VARCHAR)) FROM FILES`)
@@ -696,6 +700,7 @@ func TestIcebergTypedJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, _ := waitTyped(t, ctx, cat, "typed_plain", 3, 1)
+	checkParquetFieldIDs(t, ctx, tbl)
 	want := `{"_kafka":{"offset":0},"_key":{"region":"eu","shard":null},"amount":1.5,"sku":"a","tags":null}` + "\n" +
 		`{"_kafka":{"offset":1},"_key":{"region":"us","shard":3},"amount":2,"sku":null,"tags":["x","y"]}` + "\n" +
 		`{"_kafka":{"offset":2},"_key":null,"amount":3.25,"sku":"c","tags":null}`

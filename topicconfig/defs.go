@@ -6,6 +6,7 @@ package topicconfig
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -178,6 +179,41 @@ func Check(name, value string) string {
 		return fmt.Sprintf("Invalid value %s for configuration %s: %s", value, name, d.Doc)
 	}
 	return ""
+}
+
+// SetCheck validates a topic's configs together, once each passed its
+// own Check: it returns the config refused and why, or "".
+type SetCheck func(configs map[string]string) (name, why string)
+
+var setChecks []SetCheck
+
+// RegisterSetCheck adds a check of a topic's configs together, for a
+// config whose valid values depend on another's (as a package's own
+// configs do: Register).
+func RegisterSetCheck(c SetCheck) { setChecks = append(setChecks, c) }
+
+// CheckSet validates a topic's whole set of configs (the ones it is
+// created with, or its configs after an alteration), as Kafka's
+// LogConfig.validateValues checks local.retention.ms against
+// retention.ms: why the set is refused, in the words of Check, or "".
+func CheckSet(configs map[string]string) string {
+	for _, c := range setChecks {
+		if name, why := c(configs); why != "" {
+			return fmt.Sprintf("Invalid value %s for configuration %s: %s", configs[name], name, why)
+		}
+	}
+	return ""
+}
+
+// CheckAll validates a new topic's configs: each one (Check, by name),
+// then the set (CheckSet).
+func CheckAll(configs map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		if why := Check(name, configs[name]); why != "" {
+			return why
+		}
+	}
+	return CheckSet(configs)
 }
 
 // Normalize is value as the config's type parses it (Kafka trims

@@ -86,17 +86,7 @@ func TestIcebergTypedAvro(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
 	const topic = "typed.orders"
-	rc, err := sr.NewClient(sr.URLs("http://" + dev.RegistryAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: typedOrderSchema, Type: sr.TypeAvro})
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := avro.MustParse(typedOrderSchema)
-	var serde sr.Serde
-	serde.Register(ss.ID, typedOrder{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(schema, v) }))
+	serde := avroSerde(t, ctx, dev.RegistryAddr, topic)
 	createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{
 		"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
 
@@ -531,10 +521,6 @@ func typedKeys(ctx context.Context, cat catalog.Catalog, name, partCol, offCol s
 func TestIcebergTypedProtobufAndJSON(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	dev := startFloe(t, "dev", "--data-dir", t.TempDir(), "--iceberg-interval", "300ms")
-	rc, err := sr.NewClient(sr.URLs("http://" + dev.RegistryAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(dev.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -549,17 +535,7 @@ func TestIcebergTypedProtobufAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	produce := func(topic string, serde *sr.Serde, values ...any) {
-		for _, v := range values {
-			b, err := serde.Encode(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: b}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	produce := func(topic string, serde *sr.Serde, values ...any) { produceSerde(t, ctx, cl, topic, serde, values...) }
 	// duck runs query over the table's current Parquet files, one line a row.
 	duck := func(tbl *table.Table, query string) string {
 		tasks, err := tbl.Scan().PlanFiles(ctx)
@@ -600,12 +576,8 @@ message Order {
   oneof pay { string card = 4; int64 points = 5; }
   repeated int32 qty = 6;
 }`
-		ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: schema, Type: sr.TypeProtobuf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var serde sr.Serde
-		serde.Register(ss.ID, "", sr.Index(0), sr.EncodeFn(func(v any) ([]byte, error) { return []byte(v.(string)), nil }))
+		serde := typedSerde(t, ctx, dev.RegistryAddr, topic, schema, sr.TypeProtobuf, "",
+			func(v any) ([]byte, error) { return []byte(v.(string)), nil }, sr.Index(0))
 		createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{
 			"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
 		// Protobuf wire format by hand: big=2^64-1, placed={1765000000,
@@ -613,7 +585,7 @@ message Order {
 		msg := []byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
 			0x12, 0x09, 0x08, 0xc0, 0x86, 0xcf, 0xc9, 0x06, 0x10, 0x88, 0x27,
 			0x18, 0x01, 0x28, 0x07, 0x32, 0x02, 0x01, 0x02}
-		produce(topic, &serde, string(msg))
+		produce(topic, serde, string(msg))
 		tbl, _ := waitTyped(t, ctx, cat, "typed_proto", 1, -1)
 		checkParquetFieldIDs(t, ctx, tbl)
 		want := "18446744073709551615 1765000000000005 SHIPPED null 7 [1, 2]"
@@ -633,15 +605,10 @@ message Order {
 		schema := `{"type":"object","properties":{"ref":{"type":"string","format":"uuid"},
 			"at":{"type":"string","format":"date-time"},"t":{"type":"string","format":"time"},
 			"n":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}}}`
-		ss, err := rc.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: schema, Type: sr.TypeJSON})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var serde sr.Serde
-		serde.Register(ss.ID, map[string]any{}, sr.EncodeFn(func(v any) ([]byte, error) { return json.Marshal(v) }))
+		serde := typedSerde(t, ctx, dev.RegistryAddr, topic, schema, sr.TypeJSON, map[string]any{}, json.Marshal)
 		createTableTopic(t, ctx, dev.Addr, topic, map[string]*string{
 			"floe.iceberg.enabled": ptr("true"), "floe.iceberg.value.mode": ptr("schema_id_prefix")})
-		produce(topic, &serde, map[string]any{"ref": "0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d", "at": "2026-12-06T05:40:01.234567Z",
+		produce(topic, serde, map[string]any{"ref": "0b7a2c1e-9c4f-4b8e-a1d2-3e4f5a6b7c8d", "at": "2026-12-06T05:40:01.234567Z",
 			"t": "05:40:01.25", "n": 1 << 40, "tags": []string{"a", "b"}}, map[string]any{"n": -1, "at": "oops"})
 		tbl, dlq := waitTyped(t, ctx, cat, "typed_json", 1, 1)
 		checkParquetFieldIDs(t, ctx, tbl)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"sort"
@@ -35,6 +36,17 @@ func newClusterTB(t testing.TB, name string) *cluster {
 		bucketURL: mi.URL(mi.NewBucket(t, strings.ReplaceAll(name, "_", "-"))), // S3 names allow no '_'
 		env:       mi.Env(),
 	}
+}
+
+// startCompactor runs `floe compactor` on the cluster's stores with args
+// after the stores and its HTTP listener.
+func (c *cluster) startCompactor(t testing.TB, args ...string) *proc {
+	p := &proc{t: t, env: c.env}
+	p.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p.args = append([]string{"compactor", "--metadata", c.metaURL, "--bucket", c.bucketURL, "--http-addr", p.HTTPAddr}, args...)
+	p.start()
+	t.Cleanup(p.Stop)
+	return p
 }
 
 func (c *cluster) startAgent(t testing.TB, extra ...string) *proc {

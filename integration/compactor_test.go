@@ -637,14 +637,8 @@ func TestCompactorsOnPostgresAndMinIO(t *testing.T) {
 	objs0, rows0 := count()
 	var cs []*proc
 	for i := range 2 {
-		p := &proc{t: t, env: cl.env}
-		p.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		p.args = []string{"compactor", "--metadata", cl.metaURL, "--bucket", cl.bucketURL, "--http-addr", p.HTTPAddr,
-			"--id", fmt.Sprintf("pg-compactor-%d", i), "--interval", "50ms", "--grace", "2s", "--retention", "-1ms",
-			"--fan-in", "8", "--max-wait", "300ms"}
-		p.start()
-		t.Cleanup(p.Stop)
-		cs = append(cs, p)
+		cs = append(cs, cl.startCompactor(t, "--id", fmt.Sprintf("pg-compactor-%d", i), "--interval", "50ms", "--grace", "2s",
+			"--retention", "-1ms", "--fan-in", "8", "--max-wait", "300ms"))
 	}
 	waitFor(t, 2*time.Minute, "a 10x reduction on PostgreSQL and MinIO", func() bool {
 		objs, rows := count()

@@ -101,6 +101,14 @@ func loadRESTTable(t *testing.T, ctx context.Context, httpAddr, name string) *ta
 func snapshotDataFiles(t *testing.T, ctx context.Context, httpAddr, name string) (*iceberg.Schema, []string) {
 	t.Helper()
 	tbl := loadRESTTable(t, ctx, httpAddr, name)
+	return tbl.Schema(), tableDataFiles(t, ctx, tbl)
+}
+
+// tableDataFiles is the local paths of the data files tbl's current
+// snapshot lists (a table on floe dev's file:// warehouse), none of them
+// with delete files.
+func tableDataFiles(t *testing.T, ctx context.Context, tbl *table.Table) []string {
+	t.Helper()
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +126,9 @@ func snapshotDataFiles(t *testing.T, ctx context.Context, httpAddr, name string)
 		files = append(files, u.Path)
 	}
 	if len(files) == 0 {
-		t.Fatalf("table %s lists no data files", name)
+		t.Fatalf("table %s lists no data files", tbl.Identifier())
 	}
-	return tbl.Schema(), files
+	return files
 }
 
 // duckdbPathList is files as a DuckDB list literal, for read_parquet.

@@ -305,12 +305,7 @@ func TestIcebergTableEmbedded(t *testing.T) {
 func TestIcebergTableMinIO(t *testing.T) {
 	c := newCluster(t, "iceberg_minio")
 	a := c.startAgent(t, "--iceberg-vend-credentials")
-	comp := &proc{t: t, env: c.env}
-	comp.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	comp.args = []string{"compactor", "--metadata", c.metaURL, "--bucket", c.bucketURL, "--http-addr", comp.HTTPAddr,
-		"--interval", "1s", "--iceberg-interval", "300ms"}
-	comp.start()
-	t.Cleanup(comp.Stop)
+	comp := c.startCompactor(t, "--interval", "1s", "--iceberg-interval", "300ms")
 	ctx := testContext(t, 2*time.Minute)
 	createTableTopic(t, ctx, a.Addr, "events", map[string]*string{"floe.iceberg.enabled": ptr("true"),
 		"floe.iceberg.partition.spec": ptr("identity(partition), hour(timestamp)")})

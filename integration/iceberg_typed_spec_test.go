@@ -69,12 +69,7 @@ func TestIcebergTypedPartitionSpec(t *testing.T) {
 func TestIcebergTypedPartitionSpecMinIO(t *testing.T) {
 	c := newCluster(t, "typed_spec_minio")
 	a := c.startAgent(t, "--iceberg-vend-credentials")
-	comp := &proc{t: t, env: c.env}
-	comp.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	comp.args = []string{"compactor", "--metadata", c.metaURL, "--bucket", c.bucketURL, "--http-addr", comp.HTTPAddr,
-		"--interval", "1s", "--iceberg-interval", "300ms"}
-	comp.start()
-	t.Cleanup(comp.Stop)
+	c.startCompactor(t, "--interval", "1s", "--iceberg-interval", "300ms")
 	typedPartitionSpec(t, a)
 }
 

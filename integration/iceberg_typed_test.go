@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -192,18 +191,7 @@ func TestIcebergTypedAvro(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, task := range tasks {
-		u, err := url.Parse(task.File.FilePath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, u.Path)
-	}
+	files := tableDataFiles(t, ctx, tbl)
 	rows, err := db.QueryContext(ctx, `SELECT _kafka.offset, id, item, qty, price, paid, CAST(amount AS VARCHAR), epoch_us(placed),
 		CAST(day AS VARCHAR), status, CAST(to_json(tags) AS VARCHAR), CAST(to_json(map_entries(attrs)) AS VARCHAR), note, customer.name, customer.vip FROM `+readParquet(duckdbPathList(files)))
 	if err != nil {
@@ -538,16 +526,7 @@ func TestIcebergTypedProtobufAndJSON(t *testing.T) {
 	produce := func(topic string, serde *sr.Serde, values ...any) { produceSerde(t, ctx, cl, topic, serde, values...) }
 	// duck runs query over the table's current Parquet files, one line a row.
 	duck := func(tbl *table.Table, query string) string {
-		tasks, err := tbl.Scan().PlanFiles(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var files []string
-		for _, task := range tasks {
-			u, _ := url.Parse(task.File.FilePath())
-			files = append(files, u.Path)
-		}
-		rows, err := db.QueryContext(ctx, strings.ReplaceAll(query, "FILES", readParquet(duckdbPathList(files))))
+		rows, err := db.QueryContext(ctx, strings.ReplaceAll(query, "FILES", readParquet(duckdbPathList(tableDataFiles(t, ctx, tbl)))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,15 +660,7 @@ func TestIcebergTypedJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, task := range tasks {
-		u, _ := url.Parse(task.File.FilePath())
-		files = append(files, u.Path)
-	}
+	files := tableDataFiles(t, ctx, tbl)
 	rows, err := db.QueryContext(ctx, `SELECT concat_ws(' ', _kafka.offset, coalesce(_key.region, 'null'), coalesce(CAST(_key.shard AS VARCHAR), 'null'),
 		amount, coalesce(sku, 'null'), coalesce(CAST(tags AS VARCHAR), 'null'))
 		FROM read_parquet(`+duckdbPathList(files)+`, hive_partitioning = false, union_by_name = true) ORDER BY _kafka.offset`)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -208,19 +207,7 @@ func icebergGoRows(t *testing.T, ctx context.Context, cols *iceberg.StructType, 
 // canonical rows by offset (the Go values duckdb-go scans).
 func duckdbTypedRows(t *testing.T, ctx context.Context, db *sql.DB, cols *iceberg.StructType, tbl *table.Table) map[int64]string {
 	t.Helper()
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, task := range tasks {
-		u, err := url.Parse(task.File.FilePath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, u.Path)
-	}
-	rows, err := db.QueryContext(ctx, `SELECT * FROM `+readParquet(duckdbPathList(files)))
+	rows, err := db.QueryContext(ctx, `SELECT * FROM `+readParquet(duckdbPathList(tableDataFiles(t, ctx, tbl))))
 	if err != nil {
 		t.Fatal(err)
 	}

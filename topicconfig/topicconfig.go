@@ -47,6 +47,10 @@ type Defaults struct {
 	MaxCompactionLag time.Duration
 	// MaxMessageBytes is the largest batch produce accepts.
 	MaxMessageBytes int64
+
+	// dynamic holds the cluster's dynamic defaults by topic config name,
+	// broker the same by the broker names they were set by (WithDynamic).
+	dynamic, broker map[string]string
 }
 
 // KafkaDefaults returns Kafka 4's broker defaults, except
@@ -63,10 +67,13 @@ func KafkaDefaults() Defaults {
 	}
 }
 
-// Value returns the default of config name as Kafka writes it, and false
-// for configs Defaults does not hold (cleanup.policy's default is always
-// delete: see Policies).
+// Value returns the default of config name as Kafka writes it: the
+// dynamic default (WithDynamic), else the static field; false for configs
+// Defaults does not hold (whose default is the table's: see Default).
 func (d Defaults) Value(name string) (string, bool) {
+	if v, ok := d.dynamic[name]; ok {
+		return v, true
+	}
 	switch name {
 	case RetentionMs:
 		return millis(d.Retention), true
@@ -118,7 +125,8 @@ func (d Defaults) Float(configs map[string]string, name string) float64 {
 }
 
 // Policies returns whether a topic's cleanup.policy includes delete and
-// compact ("delete" when unset).
+// compact ("delete" when unset; Defaults.Policies applies a dynamic
+// default).
 func Policies(configs map[string]string) (del, compact bool) {
 	v, ok := configs[CleanupPolicy]
 	if !ok {

@@ -165,7 +165,7 @@ func (m *lagMonitor) scan(ctx context.Context, now time.Time) ([]lagSample, erro
 				}
 			}
 			s.seconds = age.Seconds()
-			if ret := a.cfg.TopicDefaults.Int(ts.t.Configs, topicconfig.RetentionMs); ret >= 0 {
+			if ret := a.defaults.Get().Int(ts.t.Configs, topicconfig.RetentionMs); ret >= 0 {
 				s.headroom, s.hasHeadroom = (time.Duration(ret)*time.Millisecond - age).Seconds(), true
 			}
 			out = append(out, s)

@@ -126,6 +126,9 @@ type Compactor struct {
 	// lastOrphanScan is when gc last listed the bucket for orphans: it
 	// does once per grace period (deleteOrphans), not every round.
 	lastOrphanScan time.Time
+	// defaults are TopicDefaults with the cluster's dynamic broker
+	// configs, read at the start of every round.
+	defaults *topicconfig.Live
 	// windows recycles merges' source windows, up to MergeBufferBytes
 	// (the merges' memory budget) kept between merges.
 	windows *bufpool.Pool
@@ -136,13 +139,14 @@ type Compactor struct {
 // New returns a compactor; it does nothing until Start or RunOnce.
 func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logger) *Compactor {
 	return &Compactor{
-		cfg:     cfg,
-		store:   store,
-		bucket:  bucket,
-		log:     log.With("component", "compactor", "compactor_id", cfg.ID),
-		metrics: newMetrics(),
-		now:     time.Now,
-		windows: bufpool.New(cfg.MergeBufferBytes),
+		cfg:      cfg,
+		store:    store,
+		bucket:   bucket,
+		log:      log.With("component", "compactor", "compactor_id", cfg.ID),
+		metrics:  newMetrics(),
+		now:      time.Now,
+		windows:  bufpool.New(cfg.MergeBufferBytes),
+		defaults: topicconfig.NewLive(cfg.TopicDefaults),
 	}
 }
 
@@ -169,12 +173,15 @@ const (
 	jobGC        = "gc"
 )
 
-// RunOnce runs one round: retention, key compaction, merges, GC, each
+// RunOnce runs one round: the cluster's dynamic configs read, retention, key compaction, merges, GC, each
 // under its lease (a job whose lease another compactor holds is skipped),
 // then refreshes the gauges. It returns the first error; later jobs still
 // run.
 func (c *Compactor) RunOnce(ctx context.Context) error {
 	var errs []error
+	if err := c.defaults.Refresh(ctx, c.store); err != nil {
+		errs = append(errs, err) // the round goes on with the last ones read
+	}
 	for _, j := range []struct {
 		name string
 		fn   func(ctx context.Context, l *metadata.JobLease) error

@@ -19,8 +19,8 @@ import (
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/storage"
-	"floe/topicconfig"
 	"floe/storage/mem"
+	"floe/topicconfig"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

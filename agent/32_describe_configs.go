@@ -5,20 +5,25 @@ package agent
 // Topics report every Kafka topic config (topicconfig.Defs) plus any other
 // name CreateTopics stored: the topic's own value with source
 // DYNAMIC_TOPIC_CONFIG, else the value floe applies with source
-// DEFAULT_CONFIG. With IncludeSynonyms (v1+) each config lists the topic's
-// own value first, then the broker default it falls back to, named as
-// Kafka names it (retention.ms → log.retention.ms). With
+// DEFAULT_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG when the cluster set
+// its default dynamically. With IncludeSynonyms (v1+) each config lists
+// the topic's own value first, then the broker defaults it falls back to,
+// named as Kafka names them (retention.ms → log.retention.ms): the
+// dynamic ones set, then the static one. With
 // IncludeDocumentation (v3+) each config says what floe does with it:
 // enforced, accepted with no effect (disk and replica settings), or fixed
 // to the one value floe behaves by.
 //
 // Brokers (this agent's node id) report the settings floe actually runs
-// with, all read-only: the agent's flags, the constants of the group and
-// transaction coordinators, and the compactor's defaults (see
-// clusterDefault: agents and compactors share those flags). Broker
-// configs floe has no concept of (log.dirs, segment sizes, replica
+// with: the agent's flags, the constants of the group and transaction
+// coordinators, and the compactor's defaults (agents and compactors
+// share those flags), read-only but for the topic defaults the cluster
+// may set dynamically (topicconfig.Broker), which report a value set with
+// source DYNAMIC_DEFAULT_BROKER_CONFIG (the static default its synonym).
+// Broker configs floe has no concept of (log.dirs, segment sizes, replica
 // fetchers) are left out. The cluster default resource (name "") lists
-// the dynamic cluster-wide configs, as Kafka does: floe has none. Groups
+// the dynamic cluster-wide configs set, as Kafka does. Both re-read them
+// from the store first; topics name them among their synonyms. Groups
 // report the KIP-848 session timeout and heartbeat interval in effect for
 // the group (group_configs.go): its own with source GROUP_CONFIG, else
 // the agent's with DEFAULT_CONFIG; whether the group exists does not

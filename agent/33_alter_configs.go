@@ -7,8 +7,8 @@ package agent
 // IncrementalAlterConfigs' (44_incremental_alter_configs.go) for a request
 // of SETs, with Kafka's differences: a null value is INVALID_REQUEST,
 // broker loggers are an unknown resource type (Kafka never served them
-// here), and a broker resource given no configs succeeds (it has no
-// dynamic configs to remove).
+// here), and the cluster default broker resource given no configs clears
+// the cluster's dynamic configs.
 
 import (
 	"context"

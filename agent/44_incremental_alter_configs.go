@@ -22,11 +22,16 @@ package agent
 // store every round. ValidateOnly checks everything against the stored
 // configs and stores nothing.
 //
-// Brokers: floe changes no broker config at runtime, so every SET, APPEND
-// or SUBTRACT is INVALID_REQUEST "Cannot update these configs
-// dynamically", the answer Kafka gives for its read-only broker configs;
-// a DELETE succeeds, as there is no dynamic value to remove. The resource
-// name must be "" or this agent's node id (INVALID_REQUEST otherwise).
+// Brokers: at the cluster default (name ""), the dynamic broker configs
+// floe has a meaning for, the defaults of the topic configs it enforces
+// or fixes (topicconfig.Broker: log.retention.ms, message.max.bytes, …),
+// checked by topicconfig.ApplyBroker as Kafka's broker checks them
+// ("Cannot update these configs dynamically: Set(…)" for every other
+// name), stored in one store transaction (Store.UpdateClusterConfigs)
+// and applied by this agent at once, by the others at their next
+// heartbeat and by the compactors at their next round. This agent's node
+// id is accepted, but floe keeps no per-broker values: setting one is
+// INVALID_REQUEST, a DELETE succeeds. Other names are INVALID_REQUEST.
 //
 // Groups (KIP-848 group configs, group_configs.go): SET and DELETE of
 // consumer.session.timeout.ms and consumer.heartbeat.interval.ms, checked

@@ -261,8 +261,8 @@ func (a *Agent) alterClusterConfigs(ctx context.Context, perBroker bool, changes
 		return next, nil
 	}
 	if perBroker {
-		if _, err := update(nil); err != nil {
-			return err.(*alterError)
+		if _, code, msg := topicconfig.ApplyBroker(nil, changes, replace, true, a.cfg.TopicDefaults); code != nil {
+			return &alterError{code, msg}
 		}
 		return nil
 	}

@@ -317,13 +317,11 @@ func (a *Agent) brokerConfigs() []describedConfig {
 			doc: "The longest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."},
 		{name: "log.cleaner.enable", value: "true", source: def, typ: boolean,
 			doc: "The compactor key-compacts topics whose cleanup.policy includes compact (when a compactor runs: floe dev runs one, floe agent does not)."},
-		{name: "log.cleaner.backoff.ms", value: "10000", source: def, typ: long,
-			doc: "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)." + " The default is the compactor's own --interval (floe dev: --compactor-interval), which agents are not told: this agent reports the production default."},
 	}
 	// The defaults of the topic configs floe enforces or fixes, which the
 	// cluster may set dynamically (the disk and replica settings floe has
-	// no concept of are left out); log.retention.minutes and .hours once
-	// set.
+	// no concept of are left out), log.retention.minutes and .hours once
+	// set, and log.cleaner.backoff.ms.
 	defaults := a.defaults.Get()
 	dynamic := defaults.DynamicBroker()
 	for _, name := range topicconfig.BrokerNames() {
@@ -331,6 +329,11 @@ func (a *Agent) brokerConfigs() []describedConfig {
 		v, set := dynamic[name]
 		dc := describedConfig{name: name, value: defaults.Static(b.Topic), source: def, typ: topicconfig.Defs[b.Topic].Type,
 			doc: "The default of the topic config " + b.Topic + ". " + topicconfig.Defs[b.Topic].Doc}
+		if b.Topic == "" {
+			dc.value, dc.typ, dc.doc = "10000", long, "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)."+
+				" The default is the compactor's own --interval (floe dev: --compactor-interval), which agents are not told: this agent reports the production default."+
+				" Set dynamically, every compactor pauses so from its next round."
+		}
 		if b.Unit != 0 {
 			if !set {
 				continue

@@ -207,14 +207,14 @@ func TestDynamicClusterConfigs(t *testing.T) {
 		res := incrementalAlter(t, cl, false, incAlter{kmsg.ConfigResourceTypeBroker, "", cs})
 		wantCode(t, "cluster set", res[0].ErrorCode, nil)
 	}
-	set("log.retention.hours", "2", "message.max.bytes", "2048", "log.cleanup.policy", "compact")
+	set("log.retention.hours", "2", "message.max.bytes", "2048", "log.cleanup.policy", "compact", "log.cleaner.backoff.ms", "500")
 
 	r := describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeBroker, "")
 	cluster := configsByName(r)
-	if len(cluster) != 3 {
-		t.Fatalf("cluster resource lists %d configs, want the 3 set: %+v", len(cluster), r.Configs)
+	if len(cluster) != 4 {
+		t.Fatalf("cluster resource lists %d configs, want the 4 set: %+v", len(cluster), r.Configs)
 	}
-	for name, want := range map[string]string{"log.retention.hours": "2", "message.max.bytes": "2048", "log.cleanup.policy": "compact"} {
+	for name, want := range map[string]string{"log.retention.hours": "2", "message.max.bytes": "2048", "log.cleanup.policy": "compact", "log.cleaner.backoff.ms": "500"} {
 		c := cluster[name]
 		if deref(c.Value) != want || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || c.ReadOnly {
 			t.Errorf("cluster %s: %+v", name, c)
@@ -224,6 +224,9 @@ func TestDynamicClusterConfigs(t *testing.T) {
 	sameSynonyms(t, "broker message.max.bytes", synonymsOf(b["message.max.bytes"]), []synonym{
 		{"message.max.bytes", "2048", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
 		{"message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig}})
+	sameSynonyms(t, "broker log.cleaner.backoff.ms", synonymsOf(b["log.cleaner.backoff.ms"]), []synonym{
+		{"log.cleaner.backoff.ms", "500", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		{"log.cleaner.backoff.ms", "10000", kmsg.ConfigSourceDefaultConfig}})
 
 	tc := configsByName(describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeTopic, "dyn"))
 	ret := tc["retention.ms"]
@@ -252,7 +255,7 @@ func TestDynamicClusterConfigs(t *testing.T) {
 		return opOf(kmsg.IncrementalAlterConfigOpDelete, n, nil)
 	}
 	res = incrementalAlter(t, cl, false, incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
-		del("log.retention.hours"), del("message.max.bytes"), del("log.cleanup.policy")}})
+		del("log.retention.hours"), del("message.max.bytes"), del("log.cleanup.policy"), del("log.cleaner.backoff.ms")}})
 	wantCode(t, "cluster delete", res[0].ErrorCode, nil)
 	if got, err := ta.store.ClusterConfigs(context.Background()); err != nil || len(got) != 0 {
 		t.Fatalf("cluster configs after delete: %v %v", got, err)

@@ -154,11 +154,20 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 // endpoint (floe dev serves them on the agent's /metrics).
 func (c *Compactor) Gatherer() prometheus.Gatherer { return c.metrics.reg }
 
-// Start runs rounds every Interval until Close.
+// Start runs rounds every interval() until Close.
 func (c *Compactor) Start(ctx context.Context) {
-	c.loop = periodic.Start(ctx, c.cfg.Interval, c.RunOnce, func(err error) {
+	c.loop = periodic.StartFunc(ctx, c.interval, c.RunOnce, func(err error) {
 		c.log.Warn("compaction round failed", "err", err)
 	})
+}
+
+// interval is the pause between rounds: the cluster's dynamic
+// log.cleaner.backoff.ms as the last round read it, else Interval.
+func (c *Compactor) interval() time.Duration {
+	if d, ok := c.defaults.Get().CleanerBackoff(); ok {
+		return d
+	}
+	return c.cfg.Interval
 }
 
 // Close stops the loop and waits for the running job to notice. Leases

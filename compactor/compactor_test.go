@@ -252,15 +252,21 @@ func TestRetentionDynamicDefault(t *testing.T) {
 	}
 	// Every round reads them first.
 	if err := e.store.UpdateClusterConfigs(e.ctx, func(map[string]string) (map[string]string, error) {
-		return map[string]string{"log.retention.bytes": "5"}, nil
+		return map[string]string{"log.retention.bytes": "5", "log.cleaner.backoff.ms": "1500"}, nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if got := e.c.interval(); got != e.c.cfg.Interval {
+		t.Fatalf("interval %v before a round read the backoff, want --interval %v", got, e.c.cfg.Interval)
 	}
 	if err := e.c.RunOnce(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.c.defaults.Get().Default(topicconfig.RetentionBytes); got != "5" {
 		t.Fatalf("after a round retention.bytes defaults to %s, want the dynamic 5", got)
+	}
+	if got := e.c.interval(); got != 1500*time.Millisecond {
+		t.Fatalf("interval %v, want the dynamic log.cleaner.backoff.ms 1.5s", got)
 	}
 }
 

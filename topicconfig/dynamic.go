@@ -27,8 +27,13 @@ const (
 	LogRetentionHours   = "log.retention.hours"
 )
 
+// CleanerBackoff is Kafka's log.cleaner.backoff.ms, dynamic in floe as in
+// Kafka: the compactor's pause between rounds (its --interval when unset),
+// the one dynamic broker config that is no topic config's default.
+const CleanerBackoff = "log.cleaner.backoff.ms"
+
 // BrokerDef is a broker config floe lets clients change at the cluster
-// default: the topic config whose default it is.
+// default: the topic config whose default it is ("" for CleanerBackoff).
 type BrokerDef struct {
 	Topic string
 	// Unit is what one of the value counts for the retention synonyms in
@@ -38,11 +43,13 @@ type BrokerDef struct {
 
 // Broker returns the dynamic broker config name: the broker names (Def.Broker)
 // of the topic configs floe enforces or fixes (not the Inert ones: a
-// diskless broker has no segments or flushes to default), and
-// log.retention.minutes and .hours for retention.ms. false for every other
-// name.
+// diskless broker has no segments or flushes to default),
+// log.retention.minutes and .hours for retention.ms, and CleanerBackoff.
+// false for every other name.
 func Broker(name string) (BrokerDef, bool) {
 	switch name {
+	case CleanerBackoff:
+		return BrokerDef{}, true
 	case LogRetentionMinutes:
 		return BrokerDef{Topic: RetentionMs, Unit: time.Minute}, true
 	case LogRetentionHours:
@@ -61,7 +68,7 @@ func Broker(name string) (BrokerDef, bool) {
 
 // BrokerNames lists the dynamic broker configs, sorted.
 func BrokerNames() []string {
-	names := []string{LogRetentionMinutes, LogRetentionHours}
+	names := []string{LogRetentionMinutes, LogRetentionHours, CleanerBackoff}
 	for _, d := range Defs {
 		if d.Broker != "" && d.Effect != Inert {
 			names = append(names, d.Broker)
@@ -81,6 +88,11 @@ func CheckBroker(name, value string) string {
 	switch {
 	case !ok:
 		return "Cannot update these configs dynamically: " + ScalaSet([]string{name})
+	case b.Topic == "": // log.cleaner.backoff.ms, a LONG at least 0
+		if why := LongBetween(0, math.MaxInt64)(value); why != "" {
+			return fmt.Sprintf("Invalid value %s for configuration %s: %s", value, name, why)
+		}
+		return ""
 	case b.Unit != 0:
 		if why := LongBetween(math.MinInt32, math.MaxInt32)(value); why != "" {
 			return fmt.Sprintf("Invalid value %s for configuration %s: %s", value, name, why)
@@ -113,6 +125,9 @@ func (d Defaults) WithDynamic(stored map[string]string) Defaults {
 			continue
 		}
 		d.broker[name] = v
+		if b.Topic == "" {
+			continue
+		}
 		if b.Topic == RetentionMs {
 			retention = append(retention, name)
 			continue
@@ -131,6 +146,16 @@ func (d Defaults) WithDynamic(stored map[string]string) Defaults {
 		break
 	}
 	return d
+}
+
+// CleanerBackoff returns the dynamic log.cleaner.backoff.ms, if set.
+func (d Defaults) CleanerBackoff() (time.Duration, bool) {
+	v, ok := d.broker[CleanerBackoff]
+	if !ok {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
 }
 
 // DynamicBroker returns the dynamic broker configs d applies, by broker

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestBrokerNamesUnique(t *testing.T) {
@@ -46,6 +47,8 @@ func TestCheckBroker(t *testing.T) {
 		{"log.cleanup.policy", "bogus", "Invalid value bogus for configuration log.cleanup.policy: String must be one of: compact, delete"},
 		{"log.message.timestamp.type", "CreateTime", ""},
 		{"log.segment.bytes", "1", "Cannot update these configs dynamically: Set(log.segment.bytes)"},
+		{"log.cleaner.backoff.ms", "0", ""},
+		{"log.cleaner.backoff.ms", "-1", "Invalid value -1 for configuration log.cleaner.backoff.ms: Value must be at least 0"},
 	} {
 		if got := CheckBroker(tc.name, tc.value); got != tc.want {
 			t.Errorf("CheckBroker(%s, %s) = %q, want %q", tc.name, tc.value, got, tc.want)
@@ -98,6 +101,13 @@ func TestWithDynamic(t *testing.T) {
 	}
 	if got := d.DynamicBroker(); len(got) != 4 || got["bogus"] != "" {
 		t.Errorf("DynamicBroker %v", got)
+	}
+	if _, ok := d.CleanerBackoff(); ok {
+		t.Error("a backoff nobody set")
+	}
+	b := static.WithDynamic(map[string]string{CleanerBackoff: "1500"})
+	if got, ok := b.CleanerBackoff(); !ok || got != 1500*time.Millisecond || b.Default(RetentionMs) != "604800000" {
+		t.Errorf("backoff %v %v, retention.ms %s", got, ok, b.Default(RetentionMs))
 	}
 	syn := d.Synonyms(RetentionMs)
 	want := []Synonym{{"log.retention.ms", "1000", true}, {"log.retention.hours", "3", true}, {"log.retention.ms", "604800000", false}}

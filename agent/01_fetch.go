@@ -7,7 +7,8 @@ package agent
 // the CRC) and returns whole batches up to the partition and response byte
 // limits — but always at least one whole batch (KIP-74). A fetch at the high
 // watermark returns nothing and is no error; outside [log start, high
-// watermark] it is OFFSET_OUT_OF_RANGE.
+// watermark] it is OFFSET_OUT_OF_RANGE. Below v10 a topic whose
+// compression.type is zstd answers UNSUPPORTED_COMPRESSION_TYPE, as Kafka.
 //
 // Long polling: while fewer than MinBytes are ready and MaxWaitMillis has not
 // passed, the fetch waits; a commit by this agent wakes it at once, commits
@@ -130,11 +131,9 @@ func (a *Agent) fetchOnce(ctx context.Context, r *request, req *kmsg.FetchReques
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var (
-			topic metadata.Topic
-			ok    bool
-			err   error
-		)
+		var topic metadata.Topic
+		var ok bool
+		var err error
 		// READ on the topic, checked by name before the topic's existence
 		// is disclosed; a topic id is resolved first (UNKNOWN_TOPIC_ID).
 		denied := false
@@ -189,6 +188,8 @@ func (a *Agent) fetchOnce(ctx context.Context, r *request, req *kmsg.FetchReques
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(states):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case req.Version < 10 && a.defaults.Get().ZstdTopic(topic.Configs):
+				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
 				limit := min(int64(rp.PartitionMaxBytes), remaining)
 				if rp.PartitionMaxBytes <= 0 {
@@ -210,9 +211,7 @@ func (a *Agent) fetchOnce(ctx context.Context, r *request, req *kmsg.FetchReques
 				total.records += got.records
 				remaining -= got.bytes
 			}
-			if sp.ErrorCode != 0 {
-				anyErr = true
-			}
+			anyErr = anyErr || sp.ErrorCode != 0
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -116,12 +116,12 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 }
 
 // waitPersisted returns once the call that answered a parked request has
-// saved the group: that call holds e.mu until its store write is done, so
+// saved the group: that call holds e locked until its store write is done, so
 // an answer is never sent before the state it reports is durable.
 func (e *groupEntry) waitPersisted() {
-	e.mu.Lock()
+	e.Lock()
 	//lint:ignore SA2001 the empty critical section is the point: it waits for the holder
-	e.mu.Unlock()
+	e.Unlock()
 }
 
 func deref(s *string) string {

@@ -87,10 +87,10 @@ func (c *coordinator) liveState(id string) (state, protocolType, groupType strin
 	c.mu.Lock()
 	e := c.groups[id]
 	c.mu.Unlock()
-	if e == nil || !e.mu.TryLock() {
+	if e == nil || !e.TryLock() {
 		return "", "", "", false
 	}
-	defer e.mu.Unlock()
+	defer e.Unlock()
 	if e.g == nil {
 		return "", "", "", false
 	}

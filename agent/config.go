@@ -155,7 +155,7 @@ type Config struct {
 	// changes made through other agents are seen within HeartbeatInterval.
 	Authz AuthzConfig
 	// LagInterval is how often the agent computes the lag of the consumer
-	// groups placed on it (lag.go); zero turns it off.
+	// groups placed on it (agent/internal/lag); zero turns it off.
 	LagInterval time.Duration
 	// DrainDelay is how long a closing agent serves on after leaving the
 	// registry, so that the other agents (refreshing every

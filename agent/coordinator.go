@@ -10,8 +10,8 @@ package agent
 // agents with different views of the live set; the lease in the metadata
 // store (named metadata.GroupLeaseName) is what makes coordination
 // exclusive. The lease lifecycle (acquire, renewal, local trust, epoch
-// fencing, expiry, hand-off) is the leased owner's (leased.go), shared with
-// the transaction coordinator.
+// fencing, expiry, hand-off) is the leased owner's (package
+// agent/internal/lease), shared with the transaction coordinator.
 
 import (
 	"context"
@@ -25,6 +25,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"floe/agent/group"
+	"floe/agent/internal/lag"
+	"floe/agent/internal/lease"
+	"floe/agent/internal/ring"
 	"floe/metadata"
 )
 
@@ -38,7 +41,7 @@ const (
 	// after this long without requests.
 	idleGroupRelease = time.Minute
 	// storeTimeout bounds the store calls made while a group or a
-	// transactional id is locked (leased.timeout).
+	// transactional id is locked (lease.Owner.Timeout).
 	storeTimeout = 10 * time.Second
 	// expireInterval is how often the lowest-numbered agent expires offsets.
 	expireInterval = time.Minute
@@ -47,11 +50,11 @@ const (
 // coordinator holds the groups this agent coordinates.
 //
 // Locking: mu guards the groups map only (it is the leased owner's map,
-// read directly by liveState and groupConfigsChanged); each groupEntry's mu
-// (its leaseState's) guards its state machines and lease fields and is held
-// across the store I/O that persists them, so a group's changes reach the
-// store in order. Lock order: an entry's mu may be taken while holding
-// nothing, or before c.mu, never the reverse.
+// read directly by liveState and groupConfigsChanged); each groupEntry's
+// lock (its lease.State's) guards its state machines and lease fields and
+// is held across the store I/O that persists them, so a group's changes
+// reach the store in order. Lock order: an entry's lock may be taken while
+// holding nothing, or before c.mu, never the reverse.
 type coordinator struct {
 	a *Agent
 	// retention is offsets.retention.minutes (offsetsRetention; tests
@@ -62,29 +65,29 @@ type coordinator struct {
 	// limits bounds what group configs may set (group_configs.go).
 	ccfg   group.ConsumerConfig
 	limits consumerLimits
-	// lag reports the lag of the groups placed here (lag.go).
-	lag *lagMonitor
+	// lag reports the lag of the groups placed here.
+	lag *lag.Monitor
 	// shares is the share sessions and share-group configs of the
 	// members fetching from this agent (share.go).
 	shares *shares
 
 	mu     sync.Mutex
 	groups map[string]*groupEntry
-	leases *leased[*groupEntry]
+	leases *lease.Owner[*groupEntry]
 }
 
 // groupEntry is one coordinated (or being loaded) group; the fields below
-// leaseState are guarded by its mu.
+// lease.State are guarded by its lock.
 type groupEntry struct {
 	id string
-	leaseState
+	lease.State
 
 	g      *group.Group         // classic protocol state; nil until loaded
 	cg     *group.ConsumerGroup // KIP-848 state; nil unless the group uses it
 	sg     *group.ShareGroup    // KIP-932 state; nil unless a share group
 	exists bool                 // the store knew the group, or a member joined
 	// configs are the group's configs as last read from the store (nil
-	// until read), at configsRead; configsStale, set without e.mu by an
+	// until read), at configsRead; configsStale, set without e's lock by an
 	// alter through this agent, asks for them to be read again.
 	configs      map[string]string
 	configsRead  time.Time
@@ -92,19 +95,27 @@ type groupEntry struct {
 }
 
 func newCoordinator(a *Agent) *coordinator {
-	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, lag: &lagMonitor{a: a}, shares: newShares(a)}
+	c := &coordinator{a: a, retention: offsetsRetention, groups: map[string]*groupEntry{}, shares: newShares(a)}
+	c.lag = lag.New(lag.Config{
+		Store:    a.store,
+		Placed:   func(g string) bool { return c.isOwner(g) && !a.isDraining() },
+		Defaults: a.defaults,
+		Interval: a.cfg.LagInterval,
+		Now:      time.Now,
+		Log:      a.log,
+	})
 	a.metrics.reg.MustRegister(c.lag)
-	c.leases = newLeased(a, &c.mu, c.groups, leaseHooks[*groupEntry]{
-		kind:     "group",
-		name:     metadata.GroupLeaseName,
-		newEntry: func(id string) *groupEntry { return &groupEntry{id: id} },
-		load:     c.load,
-		unload:   c.unload,
-		save:     c.persist,
-		idle: func(e *groupEntry, now time.Time) bool {
-			return e.isEmpty() && now.Sub(e.lastUsed) > idleGroupRelease
+	c.leases = lease.New(a.leaseConfig(), &c.mu, c.groups, lease.Hooks[*groupEntry]{
+		Kind:     "group",
+		Name:     metadata.GroupLeaseName,
+		NewEntry: func(id string) *groupEntry { return &groupEntry{id: id} },
+		Load:     c.load,
+		Unload:   c.unload,
+		Save:     c.persist,
+		Idle: func(e *groupEntry, now time.Time) bool {
+			return e.isEmpty() && now.Sub(e.LastUsed()) > idleGroupRelease
 		},
-		tick: c.tick,
+		Tick: c.tick,
 	})
 	// The group settings are the agent's (Config.Group*); Kafka's defaults
 	// in floe agent, shorter waits in floe dev.
@@ -134,19 +145,39 @@ func newMemberID(clientID string) string {
 	return clientID + "-" + hex.EncodeToString(b[:])
 }
 
+// coordinatorFor is the live agent that should coordinate key (a group id
+// or a transactional id), by rendezvous hashing, so losing or adding an
+// agent moves only the keys it owned or now owns.
+func (a *Agent) coordinatorFor(key string) metadata.Agent {
+	return ring.Rendezvous(key, a.liveAgents())
+}
+
+// leaseConfig is what the coordinators' leased owners use of the agent.
+func (a *Agent) leaseConfig() lease.Config {
+	return lease.Config{
+		Store:   a.store,
+		ID:      a.id,
+		Owns:    func(key string) bool { return a.coordinatorFor(key).ID == a.id },
+		Now:     time.Now,
+		Log:     a.log,
+		TTL:     a.cfg.AgentTTL,
+		Timeout: storeTimeout,
+	}
+}
+
 // ownerOf is the live agent that should coordinate group (rendezvous
 // hash, shared with the transaction coordinator: Agent.coordinatorFor).
 func (c *coordinator) ownerOf(groupID string) metadata.Agent { return c.a.coordinatorFor(groupID) }
 
-func (c *coordinator) isOwner(groupID string) bool { return c.leases.owns(groupID) }
+func (c *coordinator) isOwner(groupID string) bool { return c.leases.Owns(groupID) }
 
 // with runs fn on a group this agent coordinates, with the entry locked,
-// the lease held and the state loaded (leased.with); afterwards changed
+// the lease held and the state loaded (lease.Owner.With); afterwards changed
 // state is saved. It returns NOT_COORDINATOR when another agent should
 // coordinate the group or holds its lease, COORDINATOR_NOT_AVAILABLE when
 // the store fails or takes longer than storeTimeout.
 func (c *coordinator) with(ctx context.Context, groupID string, fn func(e *groupEntry, now time.Time)) *kerr.Error {
-	return c.leases.with(ctx, groupID, func(ctx context.Context, e *groupEntry, now time.Time) *kerr.Error {
+	return c.leases.With(ctx, groupID, func(ctx context.Context, e *groupEntry, now time.Time) *kerr.Error {
 		fn(e, now)
 		c.persist(ctx, e)
 		return nil
@@ -207,7 +238,7 @@ func (c *coordinator) load(ctx context.Context, e *groupEntry, now time.Time) er
 	return nil
 }
 
-// persist (e.mu held) saves the group if its durable state changed.
+// persist (e locked) saves the group if its durable state changed.
 func (c *coordinator) persist(ctx context.Context, e *groupEntry) {
 	if e.g == nil {
 		return
@@ -238,7 +269,7 @@ func (c *coordinator) persist(ctx context.Context, e *groupEntry) {
 	}
 }
 
-// unload (e.mu held) forgets a group's state: parked requests are told to
+// unload (e locked) forgets a group's state: parked requests are told to
 // find the coordinator again.
 func (c *coordinator) unload(e *groupEntry) {
 	if e.g != nil {
@@ -247,13 +278,14 @@ func (c *coordinator) unload(e *groupEntry) {
 	e.g, e.cg, e.sg = nil, nil, nil
 }
 
-// run is the coordinator's background loop (leased.run), owned by the
-// Agent's WaitGroup; it also expires offsets every expireInterval.
+// run is the coordinator's background loop (lease.Owner.Run), owned by
+// the Agent's WaitGroup; it also expires offsets every expireInterval.
 func (c *coordinator) run() {
+	defer c.a.wg.Done()
 	c.a.wg.Add(1)
-	go c.lag.run()
+	go func() { defer c.a.wg.Done(); c.lag.Run(c.a.ctx) }()
 	nextExpire := time.Now().Add(expireInterval)
-	c.leases.run(groupTick, func(now time.Time) {
+	c.leases.Run(c.a.ctx, groupTick, func(now time.Time) {
 		if !now.Before(nextExpire) {
 			nextExpire = now.Add(expireInterval)
 			c.expireOffsets()
@@ -261,7 +293,7 @@ func (c *coordinator) run() {
 	})
 }
 
-// tick (e.mu held, lease trusted) runs the state machines' timeouts and
+// tick (entry locked, lease trusted) runs the state machines' timeouts and
 // saves what they changed.
 func (c *coordinator) tick(ctx context.Context, e *groupEntry, now time.Time) {
 	e.g.Tick(now)
@@ -298,4 +330,4 @@ func (c *coordinator) expireOffsets() {
 
 // close hands every group off (saved, lease released) so that another
 // agent takes them over without waiting for the leases to expire.
-func (c *coordinator) close(ctx context.Context) { c.leases.close(ctx) }
+func (c *coordinator) close(ctx context.Context) { c.leases.Close(ctx) }

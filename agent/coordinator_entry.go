@@ -17,7 +17,7 @@ const consumerProtocolType848 = "consumer-848"
 // also their protocol and group type in ListGroups.
 const shareProtocolType = "share"
 
-// The helpers below read or replace a loaded entry's state; e.mu is held.
+// The helpers below read or replace a loaded entry's state; e is locked.
 
 func (e *groupEntry) stateName() string {
 	if e.sg != nil {

@@ -12,9 +12,9 @@ import (
 
 // TestCreateTopicsConfigsCheckedAsAlterConfigs: CreateTopics checked two
 // configs (max.message.bytes, cleanup.policy) and stored everything else as
-// given, so a topic could be created with compression.type gzip, a
-// retention.ms of "soon" or a misspelt name that AlterConfigs would then
-// refuse to set. It uses AlterConfigs' table now: every value below gets
+// given, so a topic could be created with message.timestamp.type
+// LogAppendTime, a retention.ms of "soon" or a misspelt name that
+// AlterConfigs would then refuse to set. It uses AlterConfigs' table now: every value below gets
 // the same code and message from CreateTopics as from an
 // IncrementalAlterConfigs SET, and what is accepted is stored exactly.
 // The accepted ones include the configs real client test suites create
@@ -68,7 +68,8 @@ func TestCreateTopicsConfigsCheckedAsAlterConfigs(t *testing.T) {
 		{"max.message.bytes", "-1", false},
 		{"cleanup.policy", "forever", false},
 		{"cleanup.policy", "", false},
-		{"compression.type", "gzip", false},
+		{"compression.type", "gzip", true},
+		{"compression.type", "none", false},
 		{"message.timestamp.type", "LogAppendTime", false},
 		{"min.compaction.lag.ms", "1000", false},
 		{"segment.bytes", "13", false},

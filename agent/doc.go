@@ -79,18 +79,21 @@
 //     APIs floe answers with what object storage makes of them.
 //
 // Coordination: groups, transactions and who coordinates them.
-//   - leased.go: the leased owner both coordinators share: an entry per key,
-//     served only under the key's coordinator lease.
+//   - internal/lease/lease.go: package agent/internal/lease, the leased
+//     owner both coordinators share: an entry per key, served only under
+//     the key's coordinator lease.
 //   - internal/ring/ring.go: package agent/internal/ring, placement of keys
 //     on live agents (rendezvous hashing), for coordinators and the peer
 //     cache.
 //   - 10_find_coordinator.go: FindCoordinator.
 //   - Classic groups: coordinator.go, coordinator_entry.go,
-//     group_configs.go, lag.go, 08_offset_commit.go, 09_offset_fetch.go,
+//     group_configs.go, 08_offset_commit.go, 09_offset_fetch.go,
 //     11_join_group.go, 12_heartbeat.go, 13_leave_group.go,
 //     14_sync_group.go, 15_describe_groups.go, 16_list_groups.go,
 //     42_delete_groups.go, 47_offset_delete.go. The state machines are in
 //     package agent/group.
+//   - internal/lag/lag.go: package agent/internal/lag, the consumer lag
+//     of the groups placed here, as Prometheus metrics.
 //   - KIP-848 groups: 68_consumer_group_heartbeat.go,
 //     69_consumer_group_describe.go.
 //   - Share groups (KIP-932): share.go, share_configs.go,
@@ -144,12 +147,12 @@
 // "A before B" means B may be taken while A is held, never the reverse. The
 // order is partial; two locks not related below are never held together.
 //
-//	group entry mu (groupEntry's leaseState.mu)  before  coordinator.mu
+//	group entry mu (groupEntry's lease.State)    before  coordinator.mu
 //	group entry mu                               before  Agent.viewMu
 //	group entry mu                               before  topicCache.mu
 //	group entry mu                               before  shares.mu
 //	group entry mu                               before  authz.Cache.mu
-//	txn entry mu (txnEntry's leaseState.mu)      before  txnCoordinator.mu
+//	txn entry mu (txnEntry's lease.State)        before  txnCoordinator.mu
 //	txn entry mu                                 before  Agent.viewMu
 //	txn entry mu                                 before  topicCache.mu
 //	txn entry mu                                 before  batcher.cutMu
@@ -168,7 +171,7 @@
 //
 // Leaves (nothing is taken under them): Agent.viewMu, Agent.connMu,
 // broadcaster.mu, authz.Authorizer.loadMu, authz.Cache.mu, batcher.mu,
-// coordinator.mu, txnCoordinator.mu, heads.mu, lagMonitor.mu, limits.mu,
+// coordinator.mu, txnCoordinator.mu, heads.mu, lag.Monitor.mu, limits.mu,
 // sasl.Verifier.mu, quota's sensor.mu, readahead.ReadAhead.mu, sasl.Failures.mu,
 // shares.mu, tlsfiles.Files.mu, topicCache.mu and budget.Budget.mu (its OnWait
 // callback must not lock).

@@ -9,8 +9,8 @@ package agent
 //  2. the agent leaves the registry and its own view: its Metadata answers
 //     name only the other agents, and every group and transactional id it
 //     coordinates is placed elsewhere, so the coordinators' next tick
-//     saves and releases them (leased.go: hand-off on a placement change)
-//     and requests for them here answer NOT_COORDINATOR;
+//     saves and releases them (agent/internal/lease: hand-off on a
+//     placement change) and requests for them here answer NOT_COORDINATOR;
 //  3. it goes on serving for DrainDelay, so that every other agent has
 //     refreshed its view (each does every HeartbeatInterval) and no longer
 //     names it either before clients are pushed to look again;

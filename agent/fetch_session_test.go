@@ -84,3 +84,55 @@ func TestFetchSessionIDsAndEpochs(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchZstdTopicBelowV10: a topic whose compression.type is zstd (the
+// compactor rewrites its batches into zstd) answers Fetch v4–9, from
+// clients that cannot read zstd, UNSUPPORTED_COMPRESSION_TYPE, as Kafka
+// does; v10 and up, and other topics at any version, are served.
+func TestFetchZstdTopicBelowV10(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for _, topic := range []string{"zstd", "plain"} {
+		ta.createTopic(t, cl, topic, 1)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	incrementalAlter(t, cl, false, incAlter{typ: kmsg.ConfigResourceTypeTopic, name: "zstd",
+		configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("compression.type", "zstd")}})
+	for _, version := range []int16{4, 9, 10, 12} {
+		c, err := net.Dial("tcp", ta.KafkaAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.SessionEpoch = version, -1
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 10, 1, 1<<20
+		for _, topic := range []string{"zstd", "plain"} {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		rawRequest(t, c, req, resp)
+		c.Close()
+		if len(resp.Topics) != 2 {
+			t.Fatalf("v%d: %+v", version, resp)
+		}
+		for _, st := range resp.Topics {
+			sp := st.Partitions[0]
+			var want int16
+			if st.Topic == "zstd" && version < 10 {
+				want = kerr.UnsupportedCompressionType.Code
+			}
+			if sp.ErrorCode != want || (want == 0) != (len(sp.RecordBatches) > 0) {
+				t.Fatalf("v%d %s: error %v with %d bytes, want %v", version, st.Topic, kerr.ErrorForCode(sp.ErrorCode), len(sp.RecordBatches), kerr.ErrorForCode(want))
+			}
+		}
+	}
+}

@@ -178,7 +178,7 @@ func (c *coordinator) groupConfigsChanged(groupID string) {
 	}
 }
 
-// consumerConfig (e.mu held) is the KIP-848 settings of a group: the
+// consumerConfig (e locked) is the KIP-848 settings of a group: the
 // agent's, with the group's configs applied. The configs are read from
 // the store when the group is loaded, when changed through this agent,
 // and once more than TopicCacheTTL old; should the store fail, the
@@ -187,7 +187,7 @@ func (c *coordinator) consumerConfig(ctx context.Context, e *groupEntry, now tim
 	return applyGroupConfigs(c.ccfg, c.liveConfigs(ctx, e, now))
 }
 
-// liveConfigs (e.mu held) is the group's configs, read again as
+// liveConfigs (e locked) is the group's configs, read again as
 // consumerConfig says.
 func (c *coordinator) liveConfigs(ctx context.Context, e *groupEntry, now time.Time) map[string]string {
 	if e.configs == nil || e.configsStale.Load() || now.Sub(e.configsRead) >= c.a.cfg.TopicCacheTTL {
@@ -198,7 +198,7 @@ func (c *coordinator) liveConfigs(ctx context.Context, e *groupEntry, now time.T
 	return e.configs
 }
 
-// readGroupConfigs (e.mu held) reads a group's configs from the store.
+// readGroupConfigs (e locked) reads a group's configs from the store.
 func (c *coordinator) readGroupConfigs(ctx context.Context, e *groupEntry, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 	"floe/metadata"
 )
 
-// asShareGroup (e.mu held) makes e a share group unless it is a classic
+// asShareGroup (e locked) makes e a share group unless it is a classic
 // group with members or a consumer group: a share group id is its own, as
 // in Kafka. It reports whether e is (now) a share group.
 func (c *coordinator) asShareGroup(ctx context.Context, e *groupEntry, now time.Time) bool {
@@ -26,7 +26,7 @@ func (c *coordinator) asShareGroup(ctx context.Context, e *groupEntry, now time.
 	return true
 }
 
-// releaseShareMembers (e.mu held) makes the records that members of a
+// releaseShareMembers (e locked) makes the records that members of a
 // share group still hold available again, in one store transaction over
 // the partitions where they hold any: they left the group, or their
 // session ended. A failure is logged; the locks expire anyway.

@@ -8,12 +8,13 @@ package agent
 //
 // Placement is the group coordinator's rendezvous hash (Agent.coordinatorFor)
 // over the live agents; the lease metadata.TxnLeaseName(id) makes it
-// exclusive, with the group coordinator's lease lifecycle (leased.go). The
-// state lives in the store (metadata.Transaction) and is written
-// before anything it implies happens: PrepareCommit/PrepareAbort is saved
-// before the first marker, so an agent taking over an id in a Prepare state
-// writes the markers again (a partition whose transaction a marker already
-// closed ignores the second one) and completes it.
+// exclusive, with the group coordinator's lease lifecycle
+// (agent/internal/lease). The state lives in the store
+// (metadata.Transaction) and is written before anything it implies
+// happens: PrepareCommit/PrepareAbort is saved before the first marker, so
+// an agent taking over an id in a Prepare state writes the markers again
+// (a partition whose transaction a marker already closed ignores the
+// second one) and completes it.
 
 import (
 	"context"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"floe/agent/internal/lease"
 	"floe/kafkaproto"
 	"floe/metadata"
 )
@@ -47,9 +49,9 @@ const (
 // txnCoordinator holds the transactional ids this agent coordinates.
 //
 // Locking: mu guards the entries map only (the leased owner's); each
-// txnEntry's mu (its leaseState's) guards its fields and is held across the
-// store and marker I/O of one request, so the requests of one id are
-// applied one at a time, in order. Lock order: an entry's mu before c.mu,
+// txnEntry's lock (its lease.State's) guards its fields and is held across
+// the store and marker I/O of one request, so the requests of one id are
+// applied one at a time, in order. Lock order: an entry's lock before c.mu,
 // never the reverse.
 type txnCoordinator struct {
 	a        *Agent
@@ -57,47 +59,47 @@ type txnCoordinator struct {
 
 	mu      sync.Mutex
 	entries map[string]*txnEntry
-	leases  *leased[*txnEntry]
+	leases  *lease.Owner[*txnEntry]
 }
 
 // txnEntry is one coordinated transactional id; the fields below
-// leaseState are guarded by its mu.
+// lease.State are guarded by its lock.
 type txnEntry struct {
 	id string
-	leaseState
+	lease.State
 
-	t      metadata.Transaction // valid when loaded (leaseState.held)
+	t      metadata.Transaction // valid when loaded (lease.State.Held)
 	exists bool                 // the store has a record (t is it)
 }
 
 func newTxnCoordinator(a *Agent) *txnCoordinator {
 	c := &txnCoordinator{a: a, leaseTTL: a.cfg.AgentTTL, entries: map[string]*txnEntry{}}
-	c.leases = newLeased(a, &c.mu, c.entries, leaseHooks[*txnEntry]{
-		kind:     "txn",
-		name:     metadata.TxnLeaseName,
-		newEntry: func(id string) *txnEntry { return &txnEntry{id: id} },
-		load:     c.load,
+	c.leases = lease.New(a.leaseConfig(), &c.mu, c.entries, lease.Hooks[*txnEntry]{
+		Kind:     "txn",
+		Name:     metadata.TxnLeaseName,
+		NewEntry: func(id string) *txnEntry { return &txnEntry{id: id} },
+		Load:     c.load,
 		// The state is in the store, written before it is acted on:
 		// nothing to save on a hand-off, nobody parked to tell.
-		unload: func(e *txnEntry) { e.t, e.exists = metadata.Transaction{}, false },
-		idle:   func(e *txnEntry, now time.Time) bool { return now.Sub(e.lastUsed) > txnIdleRelease },
+		Unload: func(e *txnEntry) { e.t, e.exists = metadata.Transaction{}, false },
+		Idle:   func(e *txnEntry, now time.Time) bool { return now.Sub(e.LastUsed()) > txnIdleRelease },
 	})
 	return c
 }
 
-func (c *txnCoordinator) isOwner(id string) bool { return c.leases.owns(id) }
+func (c *txnCoordinator) isOwner(id string) bool { return c.leases.Owns(id) }
 
 // with runs fn on a transactional id this agent coordinates, with the
-// entry locked, the lease held and the state loaded (leased.with); a
+// entry locked, the lease held and the state loaded (lease.Owner.With); a
 // transaction left in a Prepare state is completed first. NOT_COORDINATOR
 // when another agent should coordinate it or holds its lease,
 // COORDINATOR_NOT_AVAILABLE when the store fails or takes longer than
 // storeTimeout. The store calls fn makes through save, end and
 // newProducerID are bounded by storeTimeout each; fn gets no bounded ctx of
-// its own (leased.with passes one), so calls it makes with its caller's ctx
+// its own (lease.Owner.With passes one), so calls it makes with its caller's ctx
 // (AddPartitionsToTxn's AddTxnPartitions) are not.
 func (c *txnCoordinator) with(ctx context.Context, id string, fn func(e *txnEntry) *kerr.Error) *kerr.Error {
-	return c.leases.with(ctx, id, func(ctx context.Context, e *txnEntry, _ time.Time) *kerr.Error {
+	return c.leases.With(ctx, id, func(ctx context.Context, e *txnEntry, _ time.Time) *kerr.Error {
 		if e.exists && (e.t.State == metadata.TxnPrepareCommit || e.t.State == metadata.TxnPrepareAbort) {
 			if err := c.complete(ctx, e); err != nil {
 				return err
@@ -107,7 +109,7 @@ func (c *txnCoordinator) with(ctx context.Context, id string, fn func(e *txnEntr
 	})
 }
 
-// load (e.mu held) reads the id's state under a new tenure.
+// load (e locked) reads the id's state under a new tenure.
 func (c *txnCoordinator) load(ctx context.Context, e *txnEntry, _ time.Time) error {
 	t, err := c.a.store.LoadTxn(ctx, e.id)
 	switch {
@@ -121,14 +123,14 @@ func (c *txnCoordinator) load(ctx context.Context, e *txnEntry, _ time.Time) err
 	return nil
 }
 
-// save (e.mu held) writes the entry's state to the store.
+// save (e locked) writes the entry's state to the store.
 func (c *txnCoordinator) save(ctx context.Context, e *txnEntry) *kerr.Error {
-	ctx, cancel := context.WithTimeout(ctx, c.leases.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.leases.Timeout)
 	defer cancel()
 	if err := c.a.store.SaveTxn(ctx, e.t); err != nil {
 		c.a.log.Warn("save transaction failed", "txn", e.id, "err", err)
 		// The store may or may not hold the new state: read it again.
-		c.leases.invalidate(e)
+		c.leases.Invalidate(e)
 		return kerr.CoordinatorNotAvailable
 	}
 	e.exists = true
@@ -153,7 +155,7 @@ func (e *txnEntry) checkProducer(pid int64, epoch int16) *kerr.Error {
 	return nil
 }
 
-// begin (e.mu held) marks the transaction ongoing, starting its clock.
+// begin (e locked) marks the transaction ongoing, starting its clock.
 func (e *txnEntry) begin() {
 	if e.t.State != metadata.TxnOngoing {
 		e.t.State, e.t.StartedAt = metadata.TxnOngoing, time.Now()
@@ -161,10 +163,10 @@ func (e *txnEntry) begin() {
 	}
 }
 
-// end (e.mu held) ends the ongoing transaction: Prepare state saved, then
+// end (e locked) ends the ongoing transaction: Prepare state saved, then
 // the markers and the offsets, then the Complete state.
 func (c *txnCoordinator) end(ctx context.Context, e *txnEntry, commit bool) *kerr.Error {
-	ctx, cancel := context.WithTimeout(ctx, c.leases.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.leases.Timeout)
 	defer cancel()
 	e.t.State = metadata.TxnPrepareAbort
 	if commit {
@@ -176,7 +178,7 @@ func (c *txnCoordinator) end(ctx context.Context, e *txnEntry, commit bool) *ker
 	return c.complete(ctx, e)
 }
 
-// complete (e.mu held) finishes a transaction in a Prepare state.
+// complete (e locked) finishes a transaction in a Prepare state.
 func (c *txnCoordinator) complete(ctx context.Context, e *txnEntry) *kerr.Error {
 	commit := e.t.State == metadata.TxnPrepareCommit
 	if err := c.writeMarkers(ctx, e, commit); err != nil {
@@ -211,7 +213,7 @@ func (c *txnCoordinator) complete(ctx context.Context, e *txnEntry) *kerr.Error 
 // transaction, through the batcher like any produced batch, and waits for
 // them all to commit.
 func (c *txnCoordinator) writeMarkers(ctx context.Context, e *txnEntry, commit bool) *kerr.Error {
-	data := markerBatch(e.t.ProducerID, e.t.ProducerEpoch, commit, int32(e.epoch), time.Now().UnixMilli())
+	data := markerBatch(e.t.ProducerID, e.t.ProducerEpoch, commit, int32(e.Epoch()), time.Now().UnixMilli())
 	m := metadata.MarkerAbort
 	if commit {
 		m = metadata.MarkerCommit
@@ -282,11 +284,12 @@ func markerBatch(pid int64, epoch int16, commit bool, coordEpoch int32, ts int64
 	return b
 }
 
-// run is the background loop (leased.run), owned by the Agent's
+// run is the background loop (lease.Owner.Run), owned by the Agent's
 // WaitGroup; it also scans for transactions to end every txnScanInterval.
 func (c *txnCoordinator) run() {
+	defer c.a.wg.Done()
 	nextScan := time.Now().Add(txnScanInterval)
-	c.leases.run(txnTick, func(now time.Time) {
+	c.leases.Run(c.a.ctx, txnTick, func(now time.Time) {
 		if !now.Before(nextScan) {
 			nextScan = now.Add(txnScanInterval)
 			c.scan()
@@ -332,4 +335,4 @@ func (c *txnCoordinator) scan() {
 }
 
 // close releases every id's lease so another agent takes them at once.
-func (c *txnCoordinator) close(ctx context.Context) { c.leases.close(ctx) }
+func (c *txnCoordinator) close(ctx context.Context) { c.leases.Close(ctx) }

@@ -74,7 +74,7 @@ func (a *Agent) initTxnProducer(ctx context.Context, req *kmsg.InitProducerIDReq
 // newProducerID allocates a producer id for a transactional id, within
 // storeTimeout (the id's entry is locked meanwhile).
 func (c *txnCoordinator) newProducerID(ctx context.Context) (int64, *kerr.Error) {
-	ctx, cancel := context.WithTimeout(ctx, c.leases.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.leases.Timeout)
 	defer cancel()
 	pid, _, err := c.a.store.InitProducerID(ctx, -1, -1)
 	if err != nil {

@@ -13,10 +13,13 @@
 // period. Objects are deleted only after a grace period, so fetches that
 // read an index row just before a swap still find its object.
 //
-// The compactor never changes the object format or the bytes of a batch
-// that merges: merged objects hold the same batches as their sources, so
-// fetches are byte-identical before and after. Only key compaction
-// rewrites batches (uncompressed, offsets kept, see encodeBatch).
+// The compactor never changes the object format, nor the bytes of a batch
+// that merges, in topics whose compression.type is producer (the default):
+// merged objects hold the same batches as their sources, so fetches are
+// byte-identical before and after. A topic set to a codec gets its batches
+// recompressed into it by merges (recompress.go: records, offsets and
+// producer fields kept). Key compaction rewrites batches (offsets kept, see
+// encodeBatch), uncompressed or in the topic's codec.
 package compactor
 
 import (

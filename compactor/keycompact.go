@@ -175,6 +175,9 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 	}
 	cutoff := now.UnixMilli() - pol.tombstoneMs
 	b := newRowBuilder(t.ID, p.Partition)
+	if cc, ok := c.defaults.Get().Compression(t.Configs); ok {
+		b.codec = &cc
+	}
 	removed := 0
 	for i := 0; i < len(rows); {
 		// One segment: source rows with contiguous offsets.
@@ -225,6 +228,7 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 	}
 	c.metrics.keyCompactions.Inc()
 	c.metrics.removedRecords.Add(float64(removed))
+	c.metrics.recompressed.Add(float64(b.recompressed))
 	c.log.Debug("key-compacted", "topic", t.Name, "partition", p.Partition, "rows_before", len(rows),
 		"rows_after", len(b.rows), "removed_records", removed, "key", key)
 	return nil
@@ -283,6 +287,11 @@ type rowBuilder struct {
 	w         *storage.ObjectWriter
 	rows      []metadata.IndexEntry
 	pos       int64 // byte position of the next batch in the run
+	// codec is the topic's compression.type, nil for producer: batches are
+	// written uncompressed then (Kafka's cleaner keeps each batch's codec,
+	// which floe's output batches, gathered from many, do not have).
+	codec        *kafkaproto.Compression
+	recompressed int // batches written in codec
 
 	segEnd  int64
 	cover   int64 // first offset the pending batch covers
@@ -325,6 +334,13 @@ func (b *rowBuilder) add(k keptRecord) {
 // flush writes the pending batch covering [cover, upTo).
 func (b *rowBuilder) flush(upTo int64) {
 	batch := encodeBatch(b.cover, upTo-b.cover, b.pending)
+	if b.codec != nil {
+		// encodeBatch's batches always recompress: err is never set.
+		if nb, ok, err := kafkaproto.Recompress(batch, *b.codec); err == nil && ok {
+			batch = nb
+			b.recompressed++
+		}
+	}
 	h, _ := kafkaproto.ParseBatchHeader(batch)
 	b.w.AddSummed(storage.TopicID(b.topic), b.partition, batch, kafkaproto.BatchChecksum(batch), upTo-b.cover, h.FirstTimestamp, h.MaxTimestamp)
 	if !b.open {

@@ -56,7 +56,9 @@ func (c *Compactor) merges(ctx context.Context, l *metadata.JobLease) error {
 // level: it streams each source object's rows, grouped by partition in
 // offset order, into the PUT of the new object (writeMerged), then swaps
 // the index rows in one metadata transaction. The batches are copied byte
-// for byte, so a fetch returns the same bytes before and after.
+// for byte, so a fetch returns the same bytes before and after, except in
+// topics whose compression.type names a codec: their batches are
+// recompressed into it, with the same records and offsets.
 //
 // If the swap fails because a source row changed (retention, a topic
 // deletion), the new object is deleted and the job is abandoned; the next
@@ -80,11 +82,11 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 	}
 	slices.SortFunc(rows, compareRows)
 	key := storage.NewObjectKey()
-	size, runs, err := c.writeMerged(ctx, key, rows, p)
+	size, runs, laid, err := c.writeMerged(ctx, key, rows, p)
 	if err != nil {
 		return err
 	}
-	newRows := mergedRows(rows, runs, c.cfg.MaxRowBytes)
+	newRows := mergedRows(laid, runs, c.cfg.MaxRowBytes)
 	if err := p.step(ctx); err != nil {
 		return err
 	}
@@ -120,25 +122,42 @@ func (c *Compactor) merge(ctx context.Context, job MergeJob) error {
 }
 
 // writeMerged PUTs the object of rows (sorted by compareRows) under key
-// and returns its size and runs. The object is streamed: its size is known
+// and returns its size, its runs and rows as laid out in it (their
+// ByteLength what was written). The object is streamed: its size is known
 // from the rows before a byte is read, and a goroutine writes its batches,
 // read through one window per source object (sources), into the PUT as
 // the bucket takes them. So a merge holds its windows, about
 // MergeBufferBytes, and the bucket's upload buffer (an S3 part), however
 // large its objects; a merge that held its sources whole took up to
-// MaxBytes (256 MiB) of memory. Bytes that contradict their row fail the
-// PUT, which stores nothing, with an *unreadableError.
-func (c *Compactor) writeMerged(ctx context.Context, key string, rows []metadata.IndexEntry, p *pacer) (int64, []storage.Run, error) {
+// MaxBytes (256 MiB) of memory. Rows of topics whose compression.type
+// names a codec are read and recompressed first (recompressRows), since
+// their size is known only then; they are held, up to another
+// MergeBufferBytes. Bytes that contradict their row fail the PUT, which
+// stores nothing, with an *unreadableError.
+func (c *Compactor) writeMerged(ctx context.Context, key string, rows []metadata.IndexEntry, p *pacer) (int64, []storage.Run, []metadata.IndexEntry, error) {
+	srcs := c.sources(rows)
+	defer func() {
+		for _, s := range srcs { // the writer is done with them
+			s.pool.Put(s.buf)
+		}
+	}()
+	recoded, err := c.recompressRows(ctx, rows, srcs, p)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	laid := slices.Clone(rows)
 	var body int64
 	nruns := 0
 	for i, r := range rows {
-		body += r.ByteLength
+		if b, ok := recoded[i]; ok {
+			laid[i].ByteLength = int64(len(b))
+		}
+		body += laid[i].ByteLength
 		if r.ByteLength > 0 && (i == 0 || rows[i-1].TopicID != r.TopicID || rows[i-1].Partition != r.Partition) {
 			nruns++
 		}
 	}
 	size := storage.ObjectSize(body, nruns)
-	srcs := c.sources(rows)
 
 	pr, pw := io.Pipe()
 	var runs []storage.Run
@@ -146,8 +165,16 @@ func (c *Compactor) writeMerged(ctx context.Context, key string, rows []metadata
 	go func() {
 		err := func() error {
 			w := storage.NewStreamWriter(pw)
-			for _, r := range rows {
-				if err := copyRow(ctx, w, srcs[r.ObjectKey], r, p); err != nil {
+			for i, r := range rows {
+				var err error
+				if b, ok := recoded[i]; ok {
+					_, err = kafkaproto.WalkBatches(b, r.BaseOffset, func(h kafkaproto.BatchHeader, b []byte, _ int64) error {
+						return w.Add(storage.TopicID(r.TopicID), r.Partition, b, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
+					})
+				} else {
+					err = copyRow(ctx, w, srcs[r.ObjectKey], r, p)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -162,17 +189,14 @@ func (c *Compactor) writeMerged(ctx context.Context, key string, rows []metadata
 	// A PUT that stopped reading early leaves the writer blocked on the
 	// pipe: closing it ends the writer.
 	pr.CloseWithError(errPutDone)
-	err := <-written
-	for _, s := range srcs { // the writer is done with them
-		s.pool.Put(s.buf)
-	}
+	err = <-written
 	if err != nil && !errors.Is(err, errPutDone) {
-		return 0, nil, err // the PUT failed on it, storing nothing
+		return 0, nil, nil, err // the PUT failed on it, storing nothing
 	}
 	if putErr != nil {
-		return 0, nil, fmt.Errorf("put %s: %w", key, putErr)
+		return 0, nil, nil, fmt.Errorf("put %s: %w", key, putErr)
 	}
-	return size, runs, nil
+	return size, runs, laid, nil
 }
 
 // errPutDone ends a merge's writer when its PUT stopped reading.
@@ -260,12 +284,20 @@ func compareRows(a, b metadata.IndexEntry) int {
 	return cmp.Compare(a.BaseOffset, b.BaseOffset)
 }
 
-// copyRow writes the batches of one source row to w, batch by batch,
-// checking that they span exactly the row's offsets: a mismatch means the
-// row and its bytes disagree, and merging them would corrupt what fetches
-// return. Such bytes return an *unreadableError. Merges copy batches whole
-// and never decode their records.
+// copyRow writes the batches of one source row to w (eachBatch).
 func copyRow(ctx context.Context, w *storage.StreamWriter, src *source, r metadata.IndexEntry, p *pacer) error {
+	return eachBatch(ctx, src, r, p, func(h kafkaproto.BatchHeader, b []byte) error {
+		return w.Add(storage.TopicID(r.TopicID), r.Partition, b, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
+	})
+}
+
+// eachBatch calls fn with each batch of one source row, read through src
+// (b is valid during the call), checking that they span exactly the row's
+// offsets: a mismatch means the row and its bytes disagree, and merging
+// them would corrupt what fetches return. Such bytes return an
+// *unreadableError; an error from fn is returned as is. Merges copy
+// batches whole and decode records only to recompress them (recompress.go).
+func eachBatch(ctx context.Context, src *source, r metadata.IndexEntry, p *pacer, fn func(h kafkaproto.BatchHeader, b []byte) error) error {
 	pos, end, base := r.ByteOffset, r.ByteOffset+r.ByteLength, r.BaseOffset
 	for pos < end {
 		if end-pos < kafkaproto.BatchHeaderSize {
@@ -287,13 +319,13 @@ func copyRow(ctx context.Context, w *storage.StreamWriter, src *source, r metada
 		if err != nil {
 			return err
 		}
-		var werr error
+		var ferr error
 		next, err := kafkaproto.WalkBatches(batch, base, func(h kafkaproto.BatchHeader, b []byte, _ int64) error {
-			werr = w.Add(storage.TopicID(r.TopicID), r.Partition, b, int64(h.LastOffsetDelta)+1, h.FirstTimestamp, h.MaxTimestamp)
-			return werr
+			ferr = fn(h, b)
+			return ferr
 		})
-		if werr != nil {
-			return werr
+		if ferr != nil {
+			return ferr
 		}
 		if err != nil {
 			return unreadable(r, err)

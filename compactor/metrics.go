@@ -33,6 +33,9 @@ type metrics struct {
 	keyCompactions prometheus.Counter
 	removedRecords prometheus.Counter
 	unreadable     *prometheus.CounterVec
+
+	recompressed      prometheus.Counter
+	recompressSkipped prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -57,9 +60,14 @@ func newMetrics() *metrics {
 		removedRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_key_compaction_removed_records_total", Help: "Records removed by key compaction (superseded or expired tombstones)."}),
 		unreadable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_compactor_unreadable_partitions_total",
 			Help: "Partitions a job skipped because their stored bytes could not be read (batches that do not frame, records that do not decode), by job."}, []string{"job"}),
+		recompressed: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_recompressed_batches_total",
+			Help: "Batches merges and key compaction wrote in their topic's compression.type rather than the codec they came in."}),
+		recompressSkipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_compactor_recompress_skipped_batches_total",
+			Help: "Batches a merge kept in their own codec because their CRC or records did not hold."}),
 	}
 	m.reg.MustRegister(m.jobs, m.objects, m.objectBytes, m.indexRows, m.lag, m.merges, m.mergedObjects, m.mergedBytes, m.pacedSeconds,
-		m.conflicts, m.deleted, m.reclaimedBytes, m.orphanScans, m.logStartMoves, m.retentionHeld, m.keyCompactions, m.removedRecords, m.unreadable)
+		m.conflicts, m.deleted, m.reclaimedBytes, m.orphanScans, m.logStartMoves, m.retentionHeld, m.keyCompactions, m.removedRecords, m.unreadable,
+		m.recompressed, m.recompressSkipped)
 	return m
 }
 

@@ -3,10 +3,13 @@ package iceberg
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"hash/crc32"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
+	rtmetrics "runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -19,12 +22,22 @@ import (
 	"floe/storage/file"
 )
 
+// benchFileSize is the conversion benchmarks' target file size, by
+// default the converter's (DefaultConverterConfig): a 64 MiB cycle is then
+// one file, short of the bound the converter's budget
+// (ConverterConfig.MemoryBytes, the file size + 8 MiB) is for; smaller,
+// a cycle writes several files and reaches it:
+// `go test ./iceberg -run '^$' -bench Convert -convert-file-size 16777216`.
+var benchFileSize = flag.Int64("convert-file-size", DefaultConverterConfig("").TargetFileSize,
+	"the conversion benchmarks' target file size in bytes")
+
 // BenchmarkConvert measures conversion of 1 KiB records (8 partitions,
 // batches of 100 records, 1,000 records per partition per object) from a
-// directory bucket into a table on SQLite and the same directory: one
-// op is one cycle over 64 MiB of records. MB/s is the conversion
+// directory bucket into a table on SQLite and the same directory, files
+// of benchFileSize: one op is one cycle over 64 MiB of records. MB/s is the conversion
 // throughput; cpu-s/GB the process CPU time (all cores) the cycles took
-// per GB of records: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
+// per GB of records, MB/cpu-s the rate on one core; peak-MiB, live-MiB
+// and budget-MiB as cycleMeter's: `go test ./iceberg -run X -bench Convert -benchtime 5x`.
 func BenchmarkConvert(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -49,12 +62,14 @@ func BenchmarkConvert(b *testing.B) {
 	}
 	cfg := DefaultConverterConfig("bench")
 	cfg.Maintenance.Every = 0
+	cfg.TargetFileSize = *benchFileSize
 	conv := NewConverter(cfg, store, bucket, cat, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	const partitions, perBatch, batchesPerObject, recSize = 8, 100, 10, 1024
 	perOp := int64(64 << 20)
 	b.SetBytes(perOp)
-	var cpu time.Duration
+	var m cycleMeter
+	m.budget = cfg.MemoryBytes()
 	value := make([]byte, recSize-24)
 	for i := range value {
 		value[i] = byte('a' + i%26) // compressible as JSON-ish payloads are
@@ -94,15 +109,76 @@ func BenchmarkConvert(b *testing.B) {
 		if err != nil || l == nil {
 			b.Fatal(err)
 		}
-		before := cpuTime()
-		b.StartTimer()
-		if err := conv.cycle(ctx, l, tp); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		cpu += cpuTime() - before
+		m.measure(b, func() error { return conv.cycle(ctx, l, tp) })
 	}
-	b.ReportMetric(cpu.Seconds()/(float64(perOp)*float64(b.N)/1e9), "cpu-s/GB")
+	m.report(b, perOp)
+}
+
+// cycleMeter sums the CPU time of the cycles a benchmark times and keeps
+// the most memory one held above what was live when it began (after a
+// GC), from runtime/metrics sampled every millisecond: peak, the bytes of
+// heap objects, live and not yet collected (what the process's memory
+// follows: up to about twice the live heap at GOGC=100), and live, the
+// heap a GC found live (/gc/heap/live:bytes), what the converter's budget
+// bounds.
+type cycleMeter struct {
+	cpu        time.Duration
+	peak, live uint64
+	budget     int64 // ConverterConfig.MemoryBytes
+}
+
+// measure times run (the timer stopped on entry and left stopped).
+func (m *cycleMeter) measure(b *testing.B, run func() error) {
+	runtime.GC()
+	samples := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	read := func() (heap, live uint64) {
+		rtmetrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}
+	baseHeap, baseLive := read()
+	stop, sampled := make(chan struct{}), make(chan [2]uint64)
+	go func() {
+		var peak [2]uint64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			heap, live := read()
+			peak = [2]uint64{max(peak[0], heap), max(peak[1], live)}
+			select {
+			case <-stop:
+				sampled <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	before := cpuTime()
+	b.StartTimer()
+	err := run()
+	b.StopTimer()
+	m.cpu += cpuTime() - before
+	close(stop)
+	peak := <-sampled
+	if peak[0] > baseHeap {
+		m.peak = max(m.peak, peak[0]-baseHeap)
+	}
+	if peak[1] > baseLive {
+		m.live = max(m.live, peak[1]-baseLive)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// report reports cpu-s/GB, MB/cpu-s, peak-MiB, live-MiB and budget-MiB
+// over b.N cycles of perOp record bytes each.
+func (m *cycleMeter) report(b *testing.B, perOp int64) {
+	gb := float64(perOp) * float64(b.N) / 1e9
+	b.ReportMetric(m.cpu.Seconds()/gb, "cpu-s/GB")
+	b.ReportMetric(gb*1e3/m.cpu.Seconds(), "MB/cpu-s")
+	b.ReportMetric(float64(m.peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(m.live)/(1<<20), "live-MiB")
+	b.ReportMetric(float64(m.budget)/(1<<20), "budget-MiB")
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -7,8 +7,9 @@
 // Kafka broker applies to produced batches and their records (ValidateProduced,
 // ValidateRecords), splitting a produced records field (SplitBatches), the
 // walk of stored batches with their absolute offsets that fetch, the compactor
-// and the Iceberg converter share (WalkBatches), base-offset rewrite, and
-// record decoding with every Kafka compression codec.
+// and the Iceberg converter share (WalkBatches), base-offset rewrite,
+// record decoding with every Kafka compression codec, and rewriting a
+// batch's records into another codec (Recompress, for the compactor).
 //
 // kafkaproto does no I/O beyond reading one frame from an io.Reader, keeps no
 // state between calls, and imports only the standard library, kmsg, kerr and

@@ -26,6 +26,10 @@ const (
 	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
 	MaxCompactionLagMs     = "max.compaction.lag.ms"
 	MaxMessageBytes        = "max.message.bytes"
+	CompressionType        = "compression.type"
+	CompressionGzipLevel   = "compression.gzip.level"
+	CompressionLz4Level    = "compression.lz4.level"
+	CompressionZstdLevel   = "compression.zstd.level"
 )
 
 // Defaults are the broker defaults of the enforced topic configs (Kafka's
@@ -133,4 +137,55 @@ func Policies(configs map[string]string) (del, compact bool) {
 		return true, false
 	}
 	return kafkaproto.CleanupPolicy(v)
+}
+
+// Compression returns the codec and level a topic's compression.type and
+// compression.<codec>.level ask batches to be stored in, and false for
+// producer (the default): batches keep the producer's codec. Produce
+// stores batches as sent either way; the compactor's merges recompress
+// them (kafkaproto.Recompress). A value that is not one of Kafka's
+// (stored before it was checked) counts as producer. A topic that sets
+// none of them gets the cluster's dynamic defaults (WithDynamic).
+func (d Defaults) Compression(configs map[string]string) (kafkaproto.Compression, bool) {
+	codec, levelName := kafkaproto.CodecNone, ""
+	switch strings.TrimSpace(d.own(configs, CompressionType)) {
+	case "uncompressed":
+	case "gzip":
+		codec, levelName = kafkaproto.CodecGzip, CompressionGzipLevel
+	case "snappy":
+		codec = kafkaproto.CodecSnappy
+	case "lz4":
+		codec, levelName = kafkaproto.CodecLZ4, CompressionLz4Level
+	case "zstd":
+		codec, levelName = kafkaproto.CodecZstd, CompressionZstdLevel
+	default:
+		return kafkaproto.Compression{}, false
+	}
+	c := kafkaproto.Compression{Codec: codec}
+	if levelName != "" {
+		v := d.own(configs, levelName)
+		if Check(levelName, v) != "" {
+			v = Defs[levelName].Default
+		}
+		c.Level, _ = strconv.Atoi(strings.TrimSpace(v))
+	}
+	return c, true
+}
+
+// ZstdTopic reports whether a topic's compression.type is zstd: Kafka then
+// answers Fetch below v10 (clients from before zstd) with
+// UNSUPPORTED_COMPRESSION_TYPE for its partitions, whatever codec their
+// batches hold, since they will hold zstd. The cluster's dynamic
+// compression.type counts for topics without their own.
+func (d Defaults) ZstdTopic(configs map[string]string) bool {
+	return strings.TrimSpace(d.own(configs, CompressionType)) == "zstd"
+}
+
+// own is a topic's own value of config name, else the cluster's dynamic
+// default, else "".
+func (d Defaults) own(configs map[string]string, name string) string {
+	if v, ok := configs[name]; ok {
+		return v
+	}
+	return d.dynamic[name]
 }

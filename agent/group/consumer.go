@@ -205,31 +205,24 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, r HeartbeatRequest, topics map[
 		return HeartbeatResult{Err: kerr.UnsupportedAssignor.Code}
 	}
 	switch {
-	case r.MemberEpoch == -1 || r.MemberEpoch == -2:
-		if _, ok := g.members[r.MemberID]; !ok {
-			return HeartbeatResult{Err: kerr.UnknownMemberID.Code}
-		}
-		g.remove(r.MemberID)
-		g.bump(topics)
-		return HeartbeatResult{MemberID: r.MemberID, MemberEpoch: r.MemberEpoch}
+	case r.MemberEpoch == leaveEpoch || r.MemberEpoch == staticLeaveEpoch:
+		return g.leave(r, topics)
 	case r.MemberEpoch == 0:
 		return g.join(now, r, topics)
-	case r.MemberEpoch < -2:
+	case r.MemberEpoch < staticLeaveEpoch:
 		return HeartbeatResult{Err: kerr.InvalidRequest.Code}
 	}
-	m, ok := g.members[r.MemberID]
-	if !ok {
-		return HeartbeatResult{Err: kerr.UnknownMemberID.Code}
+	m, err := g.member(r.MemberID, r.InstanceID)
+	if err != nil {
+		return HeartbeatResult{Err: err.Code}
 	}
-	if r.InstanceID != "" && m.InstanceID != r.InstanceID {
-		return HeartbeatResult{Err: kerr.FencedInstanceID.Code}
-	}
-	if r.MemberEpoch != m.Epoch {
-		// A member that missed our last answer may use its previous
-		// epoch, as long as it owns nothing it was not given.
-		if r.MemberEpoch != m.PrevEpoch || r.Owned == nil || r.Owned.minus(m.Assigned.clone()).size() > 0 {
-			return HeartbeatResult{Err: kerr.FencedMemberEpoch.Code}
-		}
+	// A newer epoch than the member's is fenced (one that left
+	// temporarily has none); an older one too, unless the member missed
+	// our last answer: it may use its previous epoch, as long as it owns
+	// nothing it was not given.
+	if r.MemberEpoch > m.Epoch || (r.MemberEpoch < m.Epoch &&
+		(r.MemberEpoch != m.PrevEpoch || r.Owned == nil || r.Owned.minus(m.Assigned.clone()).size() > 0)) {
+		return HeartbeatResult{Err: kerr.FencedMemberEpoch.Code}
 	}
 	m.deadline = now.Add(g.cfg.SessionTimeout)
 	full := r.Subscribed != nil || r.Regex != nil
@@ -248,6 +241,66 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, r HeartbeatRequest, topics map[
 	return res
 }
 
+// The member epochs of a leaving member: -1 leaves, -2 (a static member
+// only) leaves for now, keeping its place and assignment until its session
+// expires, so that it can restart without a rebalance.
+const (
+	leaveEpoch       = -1
+	staticLeaveEpoch = -2
+)
+
+// member finds the member a heartbeat names, as Kafka does: a static
+// member by its instance id (UNKNOWN_MEMBER_ID when no member holds it,
+// FENCED_INSTANCE_ID when another member id does), others by member id.
+func (g *ConsumerGroup) member(id, instanceID string) (*cmember, *kerr.Error) {
+	if instanceID == "" {
+		if m, ok := g.members[id]; ok {
+			return m, nil
+		}
+		return nil, kerr.UnknownMemberID
+	}
+	m := g.static(instanceID)
+	switch {
+	case m == nil:
+		return nil, kerr.UnknownMemberID
+	case m.ID != id:
+		return nil, kerr.FencedInstanceID
+	}
+	return m, nil
+}
+
+// static is the member holding instance id, or nil.
+func (g *ConsumerGroup) static(instanceID string) *cmember {
+	for _, m := range g.members {
+		if m.InstanceID == instanceID {
+			return m
+		}
+	}
+	return nil
+}
+
+// leave handles a heartbeat with epoch -1 or -2. A static member leaving
+// with -2 stays, its epoch -2, keeping its assignment (what it was
+// revoking is released) until its session expires or it restarts: no
+// new group epoch. Otherwise the member is removed.
+func (g *ConsumerGroup) leave(r HeartbeatRequest, topics map[string]int32) HeartbeatResult {
+	m, err := g.member(r.MemberID, r.InstanceID)
+	if err != nil {
+		return HeartbeatResult{Err: err.Code}
+	}
+	if r.InstanceID != "" && r.MemberEpoch == staticLeaveEpoch {
+		if m.Epoch != staticLeaveEpoch {
+			m.PrevEpoch, m.Epoch = m.Epoch, staticLeaveEpoch
+		}
+		m.Revoking, m.revokeDeadline = Assignment{}, time.Time{}
+		g.changed = true
+	} else {
+		g.remove(m.ID)
+		g.bump(topics)
+	}
+	return HeartbeatResult{MemberID: r.MemberID, MemberEpoch: r.MemberEpoch}
+}
+
 func (g *ConsumerGroup) join(now time.Time, r HeartbeatRequest, topics map[string]int32) HeartbeatResult {
 	if r.Owned != nil && r.Owned.size() > 0 {
 		return HeartbeatResult{Err: kerr.InvalidRequest.Code}
@@ -262,19 +315,20 @@ func (g *ConsumerGroup) join(now time.Time, r HeartbeatRequest, topics map[strin
 	m := &cmember{ID: id, InstanceID: r.InstanceID, Assigned: Assignment{}, Revoking: Assignment{}}
 	var prevSubs []string
 	takeover := false
-	if r.InstanceID != "" {
-		for _, o := range g.memberIDs() {
-			if old := g.members[o]; old.InstanceID == r.InstanceID && old.ID != id {
-				// A static member restarting takes over its
-				// predecessor's assignment and epoch: no rebalance.
-				tgt := g.targets[old.ID]
-				g.remove(old.ID)
-				m.Epoch, m.PrevEpoch, m.Assigned, m.Revoking = old.Epoch, old.PrevEpoch, old.Assigned, old.Revoking
-				m.Subscribed, m.Assignor, prevSubs, takeover = old.Subscribed, old.Assignor, old.Subscribed, true
-				m.Regex, m.Matched = old.Regex, old.Matched
-				g.targets[id] = tgt
-			}
+	if old := g.static(r.InstanceID); r.InstanceID != "" && old != nil {
+		// A static member restarting takes over its predecessor's
+		// assignment and epoch (the one it had before it left): no
+		// rebalance. Only once the predecessor left with epoch -2, as
+		// in Kafka; until then the instance id is still in use.
+		if old.Epoch != staticLeaveEpoch {
+			return HeartbeatResult{Err: kerr.UnreleasedInstanceID.Code}
 		}
+		tgt := g.targets[old.ID]
+		g.remove(old.ID)
+		m.Epoch, m.PrevEpoch, m.Assigned = old.PrevEpoch, old.PrevEpoch, old.Assigned
+		m.Subscribed, m.Assignor, prevSubs, takeover = old.Subscribed, old.Assignor, old.Subscribed, true
+		m.Regex, m.Matched = old.Regex, old.Matched
+		g.targets[id] = tgt
 	}
 	if _, ok := g.members[id]; ok {
 		// Rejoin with a known id at epoch 0: the member lost its state.

@@ -9,7 +9,9 @@
 //     and group epochs, subscriptions by topic list or regex
 //     (CompileTopicRegex), a target assignment computed on the server by
 //     the uniform or range assignor whenever the group epoch moves, and
-//     reconciliation that revokes a partition before it is handed on
+//     reconciliation that revokes a partition before it is handed on;
+//     static members found by instance id, one that leaves with epoch -2
+//     keeping its place until it restarts or its session expires
 //     (consumer.go, assignors.go).
 //
 // Both describe themselves for DescribeGroups / ConsumerGroupDescribe,

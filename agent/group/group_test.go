@@ -8,7 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// harness drives one Group through scripted steps with a fake clock and
+// harness drives one Group (for the tables of join_order_test.go; the
+// scenarios are scripts in testdata/classic) through scripted steps with a fake clock and
 // records every reply by the name of the request that got it.
 type harness struct {
 	t     *testing.T
@@ -136,207 +137,13 @@ func twoMembers(t *testing.T) (h *harness, a, b string) {
 	return h, a, b
 }
 
-func TestJoinSyncStable(t *testing.T) {
-	h, a, b := twoMembers(t)
-	for _, tc := range []struct {
-		member string
-		gen    int32
-		want   int16
-	}{
-		{a, 1, 0}, {b, 1, 0}, {a, 0, kerr.IllegalGeneration.Code}, {"nobody", 1, kerr.UnknownMemberID.Code},
-	} {
-		if got := h.g.Heartbeat(h.now, tc.member, "", tc.gen); got != tc.want {
-			t.Errorf("Heartbeat(%s, %d) = %d, want %d", tc.member, tc.gen, got, tc.want)
-		}
-		if got := h.g.CommitCheck(h.now, tc.member, "", tc.gen); got != tc.want {
-			t.Errorf("CommitCheck(%s, %d) = %d, want %d", tc.member, tc.gen, got, tc.want)
-		}
+// TestRestoreGarbage: a snapshot that does not decode is an error, not a
+// group (the scripts in testdata restore good ones).
+func TestRestoreGarbage(t *testing.T) {
+	if _, err := Restore("g", Config{}, []byte("{"), time.Now()); err == nil {
+		t.Error("garbage classic snapshot restored")
 	}
-	if got := h.g.CommitCheck(h.now, "", "", -1); got != kerr.UnknownMemberID.Code {
-		t.Errorf("admin commit to an active group = %d", got)
+	if _, err := RestoreConsumerGroup("g", ConsumerConfig{}, []byte("{"), time.Now()); err == nil {
+		t.Error("garbage consumer snapshot restored")
 	}
-	// A follower rejoining with the same protocols gets the generation back.
-	h.join("b2", b, "", true, "range")
-	if r := h.joined("b2", 0); r.Generation != 1 {
-		t.Fatalf("rejoin = %+v", r)
-	}
-	h.state(Stable, 1)
-	// Sync in Stable returns the stored assignment.
-	h.sync("sb2", b, 1, nil)
-	h.synced("sb2", 0, "B")
-}
-
-func TestLeaveRebalances(t *testing.T) {
-	h, a, b := twoMembers(t)
-	if got := h.g.Leave(h.now, b, ""); got != 0 {
-		t.Fatalf("leave = %d", got)
-	}
-	h.state(PreparingRebalance, 1)
-	if got := h.g.Heartbeat(h.now, a, "", 1); got != kerr.RebalanceInProgress.Code {
-		t.Fatalf("heartbeat during rebalance = %d", got)
-	}
-	if got := h.g.CommitCheck(h.now, a, "", 1); got != 0 {
-		t.Fatalf("commit during PreparingRebalance = %d, want 0", got)
-	}
-	h.join("a2", a, "", true, "range")
-	if r := h.joined("a2", 0); r.Generation != 2 || r.Leader != a || len(r.Members) != 1 {
-		t.Fatalf("rejoin = %+v", r)
-	}
-	if got := h.g.Leave(h.now, b, ""); got != kerr.UnknownMemberID.Code {
-		t.Fatalf("second leave = %d", got)
-	}
-	h.g.Leave(h.now, a, "")
-	h.state(Empty, 3)
-	if got := h.g.CommitCheck(h.now, "", "", -1); got != 0 {
-		t.Fatalf("admin commit to empty group = %d", got)
-	}
-}
-
-func TestSessionTimeoutAndRebalanceTimeout(t *testing.T) {
-	h, a, b := twoMembers(t)
-	// a heartbeats, b goes silent: after the session timeout b is removed.
-	for range 3 {
-		h.advance(4 * time.Second)
-		h.g.Heartbeat(h.now, a, "", 1)
-	}
-	h.state(PreparingRebalance, 1)
-	h.join("a2", a, "", true, "range")
-	h.joined("a2", 0)
-	h.state(CompletingRebalance, 2)
-	// The leader never syncs: after the rebalance timeout it is removed.
-	h.advance(31 * time.Second)
-	h.state(Empty, 3)
-	_ = b
-}
-
-func TestRebalanceTimeoutDropsLaggards(t *testing.T) {
-	h, a, b := twoMembers(t)
-	h.join("a2", a, "", true, "range", "roundrobin") // changed protocols: rebalance
-	h.parked("a2")
-	for range 5 { // b heartbeats but never rejoins
-		h.advance(5 * time.Second)
-		h.g.Heartbeat(h.now, b, "", 1)
-		h.parked("a2")
-	}
-	h.advance(5 * time.Second)
-	r := h.joined("a2", 0)
-	if r.Generation != 2 || len(r.Members) != 1 || r.Protocol != "range" {
-		t.Fatalf("join after timeout = %+v", r)
-	}
-	if got := h.g.Heartbeat(h.now, b, "", 1); got != kerr.UnknownMemberID.Code {
-		t.Fatalf("dropped member heartbeat = %d", got)
-	}
-}
-
-func TestProtocolSelection(t *testing.T) {
-	for _, tc := range []struct {
-		a, b []string
-		want string
-		err  int16
-	}{
-		{[]string{"range", "roundrobin"}, []string{"roundrobin", "range"}, "range", 0},
-		{[]string{"sticky", "range"}, []string{"range"}, "range", 0},
-		{[]string{"cooperative-sticky"}, []string{"range"}, "", kerr.InconsistentGroupProtocol.Code},
-	} {
-		h := newHarness(t)
-		h.join("a", "", "", false, tc.a...)
-		h.join("b", "", "", false, tc.b...)
-		if tc.err != 0 {
-			h.joined("b", tc.err)
-			continue
-		}
-		h.advance(200 * time.Millisecond) // b joined during the initial delay: two delays
-		if r := h.joined("a", 0); r.Protocol != tc.want {
-			t.Errorf("%v/%v: protocol %q, want %q", tc.a, tc.b, r.Protocol, tc.want)
-		}
-	}
-}
-
-func TestJoinErrors(t *testing.T) {
-	h, _, _ := twoMembers(t)
-	h.join("x", "stranger", "", true, "range")
-	h.joined("x", kerr.UnknownMemberID.Code)
-	h.g.Join(h.now, JoinRequest{ClientID: "c", SessionTimeout: time.Millisecond, RebalanceTimeout: time.Second,
-		ProtocolType: "consumer", Protocols: protos("range")}, func(r JoinResult) { h.joins["y"] = &r })
-	h.joined("y", kerr.InvalidSessionTimeout.Code)
-	h.g.Join(h.now, JoinRequest{ClientID: "c", SessionTimeout: time.Second * 10, RebalanceTimeout: time.Second,
-		ProtocolType: "connect", Protocols: protos("range")}, func(r JoinResult) { h.joins["z"] = &r })
-	h.joined("z", kerr.InconsistentGroupProtocol.Code)
-	// v0-v3 joins get an id at once, no MEMBER_ID_REQUIRED (KIP-394 is v4+).
-	h.join("old", "", "", false, "range")
-	h.parked("old")
-	h.state(PreparingRebalance, 1)
-}
-
-func TestStaticMemberRejoinNoRebalance(t *testing.T) {
-	h := newHarness(t)
-	h.join("s1", "", "inst-1", true, "range")
-	h.join("s2", "", "inst-2", true, "range")
-	h.advance(200 * time.Millisecond) // s2 joined during the initial delay: two delays
-	m1, m2 := h.joined("s1", 0).MemberID, h.joined("s2", 0).MemberID
-	leader := h.joined("s1", 0).Leader
-	h.sync("a", m1, 1, map[string][]byte{m1: []byte("1"), m2: []byte("2")})
-	h.sync("b", m2, 1, map[string][]byte{m1: []byte("1"), m2: []byte("2")})
-	h.state(Stable, 1)
-	// inst-2 restarts (no leave) and rejoins without a member id.
-	h.join("s2b", "", "inst-2", true, "range")
-	r := h.joined("s2b", 0)
-	if r.Generation != 1 || r.MemberID == m2 {
-		t.Fatalf("static rejoin = %+v", r)
-	}
-	h.state(Stable, 1)
-	if (leader == m2) != r.SkipAssignment {
-		t.Fatalf("skip assignment %v for leader %s", r.SkipAssignment, leader)
-	}
-	h.sync("c", r.MemberID, 1, nil)
-	h.synced("c", 0, "2")
-	// The old incarnation is fenced everywhere.
-	if got := h.g.Heartbeat(h.now, m2, "inst-2", 1); got != kerr.FencedInstanceID.Code {
-		t.Fatalf("old heartbeat = %d", got)
-	}
-	if got := h.g.CommitCheck(h.now, m2, "inst-2", 1); got != kerr.FencedInstanceID.Code {
-		t.Fatalf("old commit = %d", got)
-	}
-	h.join("old", m2, "inst-2", true, "range")
-	h.joined("old", kerr.FencedInstanceID.Code)
-	if got := h.g.Leave(h.now, "", "inst-2"); got != 0 {
-		t.Fatalf("leave by instance = %d", got)
-	}
-	h.state(PreparingRebalance, 1)
-}
-
-func TestSnapshotRestore(t *testing.T) {
-	h, a, b := twoMembers(t)
-	g2, err := Restore("g", h.g.cfg, h.g.Snapshot(), h.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g2.State() != Stable || g2.Generation() != 1 {
-		t.Fatalf("restored %s/%d", g2.State(), g2.Generation())
-	}
-	if got := g2.Heartbeat(h.now, a, "", 1); got != 0 {
-		t.Fatalf("heartbeat after restore = %d", got)
-	}
-	var sr SyncResult
-	g2.Sync(h.now, SyncRequest{MemberID: b, Generation: 1}, func(r SyncResult) { sr = r })
-	if sr.Err != 0 || string(sr.Assignment) != "B" {
-		t.Fatalf("sync after restore = %+v", sr)
-	}
-	// Mid-rebalance snapshots rebalance again after restore.
-	h.join("a2", a, "", true, "range", "roundrobin")
-	h.parked("a2")
-	g3, _ := Restore("g", h.g.cfg, h.g.Snapshot(), h.now)
-	if g3.State() != PreparingRebalance {
-		t.Fatalf("restored mid-rebalance group in %s", g3.State())
-	}
-	if _, err := Restore("g", h.g.cfg, []byte("{"), h.now); err == nil {
-		t.Fatal("garbage snapshot restored")
-	}
-}
-
-func TestAbandon(t *testing.T) {
-	h := newHarness(t)
-	h.join("a", "", "", false, "range")
-	h.g.Abandon(kerr.NotCoordinator)
-	h.joined("a", kerr.NotCoordinator.Code)
 }

@@ -1,9 +1,8 @@
-package agent
-
-// Consumer lag, exported where an alert can see it. Every LagInterval each
-// agent computes, for the groups placed on it (the coordinator placement:
-// one agent per group, whether the group is loaded or only has committed
-// offsets), per committed partition:
+// Package lag exports consumer lag where an alert can see it. Every
+// interval (the agent's LagInterval) each agent computes, for the groups
+// placed on it (the coordinator placement: one agent per group, whether
+// the group is loaded or only has committed offsets), per committed
+// partition:
 //
 //   - floe_group_lag_records: the high watermark minus the committed
 //     offset, as kadm's Lag and kafka-consumer-groups.sh compute it;
@@ -20,9 +19,15 @@ package agent
 // per lagging partition, at most lagMaxSeries partitions per agent. The
 // values are kept as a snapshot that scrapes read, so a group that moved
 // to another agent leaves this agent's series at the next scan.
+//
+// The package needs no Agent: five reads of the store, the groups' placement,
+// the topic defaults, a clock and a logger (Config). It must never import
+// package agent, and it writes nothing.
+package lag
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -32,6 +37,33 @@ import (
 	"floe/metadata"
 	"floe/topicconfig"
 )
+
+// Store is the part of metadata.Store a scan reads.
+type Store interface {
+	Groups(ctx context.Context) ([]metadata.GroupRecord, error)
+	FetchOffsets(ctx context.Context, group string) ([]metadata.GroupOffset, error)
+	Topic(ctx context.Context, name string) (metadata.Topic, error)
+	Partitions(ctx context.Context, topic metadata.TopicID) ([]metadata.PartitionState, error)
+	Lookup(ctx context.Context, topic metadata.TopicID, partition int32, offset int64, maxBytes int64, limit int) ([]metadata.IndexEntry, error)
+}
+
+var _ Store = metadata.Store(nil)
+
+// Config is what a Monitor needs from the agent.
+type Config struct {
+	Store Store
+	// Placed reports whether a group's lag is reported here: the group is
+	// placed on this agent, which is not leaving the fleet.
+	Placed func(group string) bool
+	// Defaults are the topic configs' defaults (retention.ms), the
+	// cluster's dynamic ones included.
+	Defaults *topicconfig.Live
+	// Interval is how often the lag is computed; zero turns it off.
+	Interval time.Duration
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	Log *slog.Logger
+}
 
 // lagMaxSeries bounds the partitions one agent reports per scan.
 const lagMaxSeries = 20_000
@@ -57,21 +89,31 @@ type lagSample struct {
 	hasHeadroom  bool
 }
 
-// lagMonitor computes the samples and serves them as a collector.
-type lagMonitor struct {
-	a *Agent
+// Monitor computes the samples and serves them as a prometheus.Collector.
+//
+// Locking: mu guards samples, replaced whole by each scan; Collect reads
+// the slice it finds.
+type Monitor struct {
+	cfg Config
 
 	mu      sync.Mutex
 	samples []lagSample
 }
 
-func (m *lagMonitor) Describe(ch chan<- *prometheus.Desc) {
+var _ prometheus.Collector = (*Monitor)(nil)
+
+// New returns a Monitor that reports nothing until its first scan.
+func New(cfg Config) *Monitor { return &Monitor{cfg: cfg} }
+
+// Describe implements prometheus.Collector.
+func (m *Monitor) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lagRecordsDesc
 	ch <- lagSecondsDesc
 	ch <- headroomDesc
 }
 
-func (m *lagMonitor) Collect(ch chan<- prometheus.Metric) {
+// Collect implements prometheus.Collector: the last scan's samples.
+func (m *Monitor) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	samples := m.samples
 	m.mu.Unlock()
@@ -85,26 +127,24 @@ func (m *lagMonitor) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// run scans every LagInterval until the agent stops; it is owned by the
-// Agent's WaitGroup.
-func (m *lagMonitor) run() {
-	defer m.a.wg.Done()
-	if m.a.cfg.LagInterval <= 0 {
+// Run scans every Interval until ctx ends.
+func (m *Monitor) Run(ctx context.Context) {
+	if m.cfg.Interval <= 0 {
 		return
 	}
-	t := time.NewTicker(m.a.cfg.LagInterval)
+	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-m.a.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(m.a.ctx, m.a.cfg.LagInterval)
-		samples, err := m.scan(ctx, time.Now())
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.Interval)
+		samples, err := m.scan(sctx, m.cfg.Now())
 		cancel()
 		if err != nil {
-			m.a.log.Warn("computing consumer lag failed", "err", err)
+			m.cfg.Log.Warn("computing consumer lag failed", "err", err)
 			continue
 		}
 		m.mu.Lock()
@@ -114,9 +154,9 @@ func (m *lagMonitor) run() {
 }
 
 // scan computes the samples of the groups placed on this agent.
-func (m *lagMonitor) scan(ctx context.Context, now time.Time) ([]lagSample, error) {
-	a := m.a
-	groups, err := a.store.Groups(ctx)
+func (m *Monitor) scan(ctx context.Context, now time.Time) ([]lagSample, error) {
+	store := m.cfg.Store
+	groups, err := store.Groups(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,24 +171,24 @@ func (m *lagMonitor) scan(ctx context.Context, now time.Time) ([]lagSample, erro
 			return ts
 		}
 		ts := &topicState{}
-		if ts.t, ts.err = a.store.Topic(ctx, name); ts.err == nil {
-			ts.parts, ts.err = a.store.Partitions(ctx, ts.t.ID)
+		if ts.t, ts.err = store.Topic(ctx, name); ts.err == nil {
+			ts.parts, ts.err = store.Partitions(ctx, ts.t.ID)
 		}
 		topics[name] = ts
 		return ts
 	}
 	var out []lagSample
 	for _, g := range groups {
-		if a.coordinatorFor(g.Group).ID != a.id || a.isDraining() {
+		if !m.cfg.Placed(g.Group) {
 			continue
 		}
-		offs, err := a.store.FetchOffsets(ctx, g.Group)
+		offs, err := store.FetchOffsets(ctx, g.Group)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range offs {
 			if len(out) >= lagMaxSeries {
-				a.log.Warn("consumer lag: too many partitions to report; the rest are left out", "max", lagMaxSeries)
+				m.cfg.Log.Warn("consumer lag: too many partitions to report; the rest are left out", "max", lagMaxSeries)
 				return out, nil
 			}
 			ts := topicOf(o.Topic)
@@ -159,13 +199,13 @@ func (m *lagMonitor) scan(ctx context.Context, now time.Time) ([]lagSample, erro
 			s := lagSample{group: g.Group, topic: o.Topic, partition: o.Partition, records: max(ps.NextOffset-o.Offset, 0)}
 			var age time.Duration
 			if s.records > 0 {
-				es, err := a.store.Lookup(ctx, ts.t.ID, o.Partition, max(o.Offset, ps.LogStartOffset), 1, 1)
+				es, err := store.Lookup(ctx, ts.t.ID, o.Partition, max(o.Offset, ps.LogStartOffset), 1, 1)
 				if err == nil && len(es) > 0 && es[0].MinTimestamp > 0 {
 					age = max(now.Sub(time.UnixMilli(es[0].MinTimestamp)), 0)
 				}
 			}
 			s.seconds = age.Seconds()
-			if ret := a.defaults.Get().Int(ts.t.Configs, topicconfig.RetentionMs); ret >= 0 {
+			if ret := m.cfg.Defaults.Get().Int(ts.t.Configs, topicconfig.RetentionMs); ret >= 0 {
 				s.headroom, s.hasHeadroom = (time.Duration(ret)*time.Millisecond - age).Seconds(), true
 			}
 			out = append(out, s)

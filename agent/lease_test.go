@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"floe/agent/internal/lease"
 	"floe/metadata"
 	"floe/metadata/sqlite"
 	"floe/storage/mem"
@@ -67,7 +68,7 @@ func newLeaseAgent(t *testing.T, path string, timeout time.Duration, opts ...fun
 		o(&cfg)
 	}
 	a := New(cfg, ls, mem.New(), nil)
-	a.coord.leases.timeout, a.txn.leases.timeout = timeout, timeout
+	a.coord.leases.Timeout, a.txn.leases.Timeout = timeout, timeout
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -130,15 +131,23 @@ func initTxnID(t *testing.T, ctx context.Context, br *kgo.Broker, id string) *km
 	return resp
 }
 
+// entry is what the coordinators' entries have in common.
+type entry interface {
+	lease.Entry
+	Lock()
+	Unlock()
+	Held() bool
+	EndTrust()
+}
+
 // heldEntry waits until l has a loaded entry for key.
-func heldEntry[E leasedEntry](t *testing.T, l *leased[E], key string) E {
+func heldEntry[E entry](t *testing.T, l *lease.Owner[E], key string) E {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if e, ok := l.lookup(key); ok {
-			s := e.lease()
-			s.mu.Lock()
-			held := s.held && !s.gone
-			s.mu.Unlock()
+		if e, ok := l.Lookup(key); ok {
+			e.Lock()
+			held := e.Held()
+			e.Unlock()
 			if held {
 				return e
 			}
@@ -148,29 +157,27 @@ func heldEntry[E leasedEntry](t *testing.T, l *leased[E], key string) E {
 	panic("unreachable")
 }
 
-// steal gives key's lease to another owner behind the agent's back (as a
-// store partition long enough for it to expire would) and ends the
+// steal gives the lease name of e to another owner behind the agent's back
+// (as a store partition long enough for it to expire would) and ends the
 // agent's local trust in it, as a missed renewal does.
-func steal[E leasedEntry](t *testing.T, ctx context.Context, store metadata.Store, a *Agent, l *leased[E], e E) {
+func steal(t *testing.T, ctx context.Context, store metadata.Store, a *Agent, name string, e entry) {
 	t.Helper()
-	name := l.hooks.name(e.lease().key)
 	if err := store.ReleaseCoordinatorLease(ctx, name, a.id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.AcquireCoordinatorLease(ctx, name, "thief", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	s := e.lease()
-	s.mu.Lock()
-	s.until = time.Time{}
-	s.mu.Unlock()
+	e.Lock()
+	e.EndTrust()
+	e.Unlock()
 }
 
 // waitGone waits until l has no entry for key.
-func waitGone[E leasedEntry](t *testing.T, l *leased[E], key string) {
+func waitGone[E entry](t *testing.T, l *lease.Owner[E], key string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, ok := l.lookup(key); !ok {
+		if _, ok := l.Lookup(key); !ok {
 			return
 		}
 	}
@@ -199,9 +206,9 @@ func TestGroupLeaseLostMidOperation(t *testing.T) {
 	e := heldEntry(t, a.coord.leases, g)
 	// The join is parked for the initial rebalance delay.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		e.mu.Lock()
+		e.Lock()
 		members := len(e.g.MemberMetadata())
-		e.mu.Unlock()
+		e.Unlock()
 		if members > 0 {
 			break
 		}
@@ -209,7 +216,7 @@ func TestGroupLeaseLostMidOperation(t *testing.T) {
 			t.Fatal("the join never reached the group")
 		}
 	}
-	steal(t, ctx, ls.Store, a, a.coord.leases, e)
+	steal(t, ctx, ls.Store, a, metadata.GroupLeaseName(g), e)
 	select {
 	case jr := <-joined:
 		if jr == nil || jr.ErrorCode != kerr.NotCoordinator.Code {
@@ -242,7 +249,7 @@ func TestTxnLeaseLostMidOperation(t *testing.T) {
 		t.Fatalf("init = %v", kerr.ErrorForCode(ir.ErrorCode))
 	}
 	e := heldEntry(t, a.txn.leases, id)
-	steal(t, ctx, ls.Store, a, a.txn.leases, e)
+	steal(t, ctx, ls.Store, a, metadata.TxnLeaseName(id), e)
 	end := kmsg.NewPtrEndTxnRequest()
 	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
 	er, err := end.RequestWith(ctx, br)
@@ -278,7 +285,7 @@ func TestLeaseStoreSlowPastTimeout(t *testing.T) {
 	bounded("group heartbeat", heartbeat(t, ctx, br, "slow", "m", 1), time.Since(start))
 	start = time.Now()
 	bounded("InitProducerId", initTxnID(t, ctx, br, "slow-txn").ErrorCode, time.Since(start))
-	if _, ok := a.coord.leases.lookup("slow"); ok {
+	if _, ok := a.coord.leases.Lookup("slow"); ok {
 		t.Error("the group entry stayed after the store timed out")
 	}
 
@@ -312,14 +319,14 @@ func TestLeaseTrustEndedKeptAtSameEpoch(t *testing.T) {
 		_, _ = joinReq(g).RequestWith(ctx, br)
 	}()
 	e := heldEntry(t, a.coord.leases, g)
-	e.mu.Lock()
-	epoch, st := e.epoch, e.g
-	e.until = time.Time{}
-	e.mu.Unlock()
+	e.Lock()
+	epoch, st := e.Epoch(), e.g
+	e.EndTrust()
+	e.Unlock()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		e.mu.Lock()
-		trusted, held, ep, same := time.Now().Before(e.until), e.held && !e.gone, e.epoch, e.g == st
-		e.mu.Unlock()
+		e.Lock()
+		trusted, held, ep, same := e.Trusted(time.Now()), e.Held(), e.Epoch(), e.g == st
+		e.Unlock()
 		if trusted {
 			if !held || ep != epoch || !same {
 				t.Fatalf("re-acquired: held %v, epoch %d (was %d), same state %v", held, ep, epoch, same)
@@ -465,20 +472,20 @@ func TestLeaseLapsedReloadedAtNewEpoch(t *testing.T) {
 		t.Fatalf("join = %+v, %v", jr, err)
 	}
 	e := heldEntry(t, a.coord.leases, g)
-	e.mu.Lock()
-	epoch, st := e.epoch, e.g
-	e.mu.Unlock()
+	e.Lock()
+	epoch, st := e.Epoch(), e.g
+	e.Unlock()
 	// The lease expires in the store; the renewal no longer returns it.
 	if err := ls.Store.ReleaseCoordinatorLease(ctx, metadata.GroupLeaseName(g), a.id); err != nil {
 		t.Fatal(err)
 	}
-	e.mu.Lock()
-	e.until = time.Time{}
-	e.mu.Unlock()
+	e.Lock()
+	e.EndTrust()
+	e.Unlock()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		e.mu.Lock()
-		ep, reloaded := e.epoch, e.g != st && e.g != nil
-		e.mu.Unlock()
+		e.Lock()
+		ep, reloaded := e.Epoch(), e.g != st && e.g != nil
+		e.Unlock()
 		if ep == epoch+1 && reloaded {
 			break
 		}

@@ -36,7 +36,6 @@ import (
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/schemaregistry/validation"
-	"floe/topicconfig"
 )
 
 func init() {
@@ -90,7 +89,7 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 					return kerr.InvalidRequiredAcks // as Kafka's ReplicaManager, after authorization
 				}
-				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), recordRules(topic))
+				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), a.recordRules(topic))
 				if verr != nil {
 					return produceError(&sp, verr)
 				}
@@ -208,8 +207,8 @@ func (a *Agent) validateSchemas(ctx context.Context, sp *kmsg.ProduceResponseTop
 
 // recordRules are the topic's rules for kafkaproto.ValidateRecords: keys
 // are required when its cleanup.policy includes compact, as in Kafka.
-func recordRules(t metadata.Topic) kafkaproto.RecordRules {
-	_, compact := topicconfig.Policies(t.Configs)
+func (a *Agent) recordRules(t metadata.Topic) kafkaproto.RecordRules {
+	_, compact := a.defaults.Get().Policies(t.Configs)
 	return kafkaproto.RecordRules{KeyRequired: compact}
 }
 

@@ -39,7 +39,6 @@ import (
 	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/storage"
-	"floe/topicconfig"
 )
 
 func init() {
@@ -189,7 +188,7 @@ func (a *Agent) fetchOnce(ctx context.Context, r *request, req *kmsg.FetchReques
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(states):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case req.Version < 10 && topicconfig.ZstdTopic(topic.Configs):
+			case req.Version < 10 && a.defaults.Get().ZstdTopic(topic.Configs):
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
 				limit := min(int64(rp.PartitionMaxBytes), remaining)

@@ -8,6 +8,9 @@ package agent
 // by the connection with a v0 body carrying UNSUPPORTED_VERSION and our
 // ranges (KIP-511). v3+ client software names and versions that are not
 // valid get INVALID_REQUEST, as in Kafka, and clients fall back to v0.
+// v3+ answers carry the features floe serves (agent/internal/features:
+// metadata.version, group.version, share.version), supported and
+// finalized at one level each, as Kafka's DescribeFeatures reads them.
 
 import (
 	"context"
@@ -16,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/features"
 	"floe/kafkaproto"
 )
 
@@ -29,6 +33,7 @@ func (a *Agent) handleApiVersions(_ context.Context, r *request) (kmsg.Response,
 	req := r.req.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apis.ApiVersionsKeys()
+	features.Floe.Fill(resp)
 	if req.Version >= 3 && (!softwareNameRE.MatchString(req.ClientSoftwareName) || !softwareNameRE.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}

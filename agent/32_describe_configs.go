@@ -5,20 +5,25 @@ package agent
 // Topics report every Kafka topic config (topicconfig.Defs) plus any other
 // name CreateTopics stored: the topic's own value with source
 // DYNAMIC_TOPIC_CONFIG, else the value floe applies with source
-// DEFAULT_CONFIG. With IncludeSynonyms (v1+) each config lists the topic's
-// own value first, then the broker default it falls back to, named as
-// Kafka names it (retention.ms → log.retention.ms). With
+// DEFAULT_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG when the cluster set
+// its default dynamically. With IncludeSynonyms (v1+) each config lists
+// the topic's own value first, then the broker defaults it falls back to,
+// named as Kafka names them (retention.ms → log.retention.ms): the
+// dynamic ones set, then the static one. With
 // IncludeDocumentation (v3+) each config says what floe does with it:
 // enforced, accepted with no effect (disk and replica settings), or fixed
 // to the one value floe behaves by.
 //
 // Brokers (this agent's node id) report the settings floe actually runs
-// with, all read-only: the agent's flags, the constants of the group and
-// transaction coordinators, and the compactor's defaults (see
-// clusterDefault: agents and compactors share those flags). Broker
-// configs floe has no concept of (log.dirs, segment sizes, replica
+// with: the agent's flags, the constants of the group and transaction
+// coordinators, and the compactor's defaults (agents and compactors
+// share those flags), read-only but for the topic defaults the cluster
+// may set dynamically (topicconfig.Broker), which report a value set with
+// source DYNAMIC_DEFAULT_BROKER_CONFIG (the static default its synonym).
+// Broker configs floe has no concept of (log.dirs, segment sizes, replica
 // fetchers) are left out. The cluster default resource (name "") lists
-// the dynamic cluster-wide configs, as Kafka does: floe has none. Groups
+// the dynamic cluster-wide configs set, as Kafka does. Both re-read them
+// from the store first; topics name them among their synonyms. Groups
 // report the KIP-848 session timeout and heartbeat interval in effect for
 // the group (group_configs.go): its own with source GROUP_CONFIG, else
 // the agent's with DEFAULT_CONFIG; whether the group exists does not
@@ -104,13 +109,19 @@ func (a *Agent) describeResource(ctx context.Context, rr kmsg.DescribeConfigsReq
 		}
 		return a.topicConfigs(t), nil, ""
 	case kmsg.ConfigResourceTypeBroker:
-		if rr.ResourceName == "" {
-			return nil, nil, "" // no dynamic cluster-wide configs
+		if rr.ResourceName != "" {
+			if code, msg := a.checkBrokerName(rr.ResourceName); code != nil {
+				return nil, code, msg
+			}
 		}
-		if code, msg := a.checkBrokerName(rr.ResourceName); code != nil {
-			return nil, code, msg
+		if err := a.defaults.Refresh(ctx, a.store); err != nil {
+			a.log.Warn("describe configs: read cluster configs failed", "err", err)
 		}
-		return a.brokerConfigs(), nil, ""
+		cs := a.brokerConfigs()
+		if rr.ResourceName == "" { // the dynamic cluster-wide configs set
+			cs = slices.DeleteFunc(cs, func(c describedConfig) bool { return c.source != kmsg.ConfigSourceDynamicDefaultBrokerConfig })
+		}
+		return cs, nil, ""
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if rr.ResourceName == "" {
 			return nil, kerr.InvalidRequest, "Broker id must not be empty"
@@ -163,9 +174,7 @@ func (c describedConfig) response(req *kmsg.DescribeConfigsRequest) kmsg.Describ
 	if req.IncludeSynonyms {
 		rc.ConfigSynonyms = c.synonyms
 		if rc.ConfigSynonyms == nil {
-			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = c.name, &v, c.source
-			rc.ConfigSynonyms = append(rc.ConfigSynonyms, s)
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, c.synonym())
 		}
 	}
 	if req.IncludeDocumentation && c.doc != "" {
@@ -175,26 +184,31 @@ func (c describedConfig) response(req *kmsg.DescribeConfigsRequest) kmsg.Describ
 	return rc
 }
 
+// synonym is c as its own synonym.
+func (c describedConfig) synonym() kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	v := c.value
+	s.Name, s.Value, s.Source = c.name, &v, c.source
+	return s
+}
+
 // topicConfigs lists a topic's configs: every Kafka topic config and every
 // other name the topic sets.
 func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
-	brokers := map[string]describedConfig{}
-	for _, b := range a.brokerConfigs() {
-		brokers[b.name] = b
-	}
+	defaults := a.defaults.Get()
 	names := sortedConfigNames(t)
 	out := make([]describedConfig, 0, len(names))
 	for _, name := range names {
 		d, known := topicconfig.Defs[name]
-		dc := describedConfig{name: name, typ: topicconfig.Type(name), doc: d.Doc}
+		dc := describedConfig{name: name, typ: topicconfig.Type(name), doc: d.Doc,
+			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}}
 		if !known {
 			dc.doc = "Not a Kafka topic config: stored at creation by a floe that did not check names yet, with no effect."
 		}
-		var syn []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 		add := func(name, value string, src kmsg.ConfigSource) {
 			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 			s.Name, s.Value, s.Source = name, &value, src
-			syn = append(syn, s)
+			dc.synonyms = append(dc.synonyms, s)
 		}
 		v, explicit := a.topicConfig(t, name)
 		dc.value, dc.source = v, kmsg.ConfigSourceDefaultConfig
@@ -202,19 +216,15 @@ func (a *Agent) topicConfigs(t metadata.Topic) []describedConfig {
 			dc.source = kmsg.ConfigSourceDynamicTopicConfig
 			add(name, v, dc.source)
 		}
-		if known && d.Broker != "" {
+		for i, syn := range defaults.Synonyms(name) {
 			src := kmsg.ConfigSourceDefaultConfig
-			if b, ok := brokers[d.Broker]; ok {
-				src = b.source
+			if syn.Dynamic {
+				src = kmsg.ConfigSourceDynamicDefaultBrokerConfig
 			}
-			add(d.Broker, a.topicDefault(name), src)
-			if !explicit {
+			add(syn.Name, syn.Value, src)
+			if i == 0 && !explicit {
 				dc.source = src
 			}
-		}
-		dc.synonyms = syn
-		if syn == nil {
-			dc.synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
 		}
 		out = append(out, dc)
 	}
@@ -256,9 +266,6 @@ func (a *Agent) brokerConfigs() []describedConfig {
 	static, def := kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigSourceDefaultConfig
 	long, integer, str, boolean := kmsg.ConfigTypeLong, kmsg.ConfigTypeInt, kmsg.ConfigTypeString, kmsg.ConfigTypeBoolean
 	cfg := &a.cfg
-	topicDefault := func(topicName string) (string, string) {
-		return a.topicDefault(topicName), topicconfig.Defs[topicName].Doc
-	}
 	cs := []describedConfig{
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(cfg.AutoCreateTopics), source: static, typ: boolean,
 			doc: "Metadata requests create the unknown topics they name (the agent's --auto-create-topics)."},
@@ -310,31 +317,42 @@ func (a *Agent) brokerConfigs() []describedConfig {
 			doc: "The longest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."},
 		{name: "log.cleaner.enable", value: "true", source: def, typ: boolean,
 			doc: "The compactor key-compacts topics whose cleanup.policy includes compact (when a compactor runs: floe dev runs one, floe agent does not)."},
-		{name: "log.cleaner.backoff.ms", value: "10000", source: def, typ: long,
-			doc: "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)." + " The default is the compactor's own --interval (floe dev: --compactor-interval), which agents are not told: this agent reports the production default."},
 	}
-	// Broker defaults of topic configs floe enforces or fixes; the disk and
-	// replica settings floe has no concept of are left out.
-	for _, tc := range []struct{ broker, topic string }{
-		{"log.cleanup.policy", "cleanup.policy"},
-		{"log.retention.ms", "retention.ms"},
-		{"log.retention.bytes", "retention.bytes"},
-		{"log.cleaner.delete.retention.ms", "delete.retention.ms"},
-		{"log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio"},
-		{"log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"},
-		{"log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"},
-		{"message.max.bytes", "max.message.bytes"},
-		{"compression.type", "compression.type"},
-		{"log.message.timestamp.type", "message.timestamp.type"},
-		{"log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms"},
-		{"log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms"},
-	} {
-		v, doc := topicDefault(tc.topic)
-		cs = append(cs, describedConfig{name: tc.broker, value: v, source: def, typ: topicconfig.Defs[tc.topic].Type,
-			doc: "The default of the topic config " + tc.topic + ". " + doc})
+	// The defaults of the topic configs floe enforces or fixes, which the
+	// cluster may set dynamically (the disk and replica settings floe has
+	// no concept of are left out), log.retention.minutes and .hours once
+	// set, and log.cleaner.backoff.ms.
+	defaults := a.defaults.Get()
+	dynamic := defaults.DynamicBroker()
+	for _, name := range topicconfig.BrokerNames() {
+		b, _ := topicconfig.Broker(name)
+		v, set := dynamic[name]
+		dc := describedConfig{name: name, value: defaults.Static(b.Topic), source: def, typ: topicconfig.Defs[b.Topic].Type,
+			doc: "The default of the topic config " + b.Topic + ". " + topicconfig.Defs[b.Topic].Doc}
+		if b.Topic == "" {
+			dc.value, dc.typ, dc.doc = "10000", long, "The compactor's pause between rounds of jobs (merges, retention, key compaction, garbage collection)."+
+				" The default is the compactor's own --interval (floe dev: --compactor-interval), which agents are not told: this agent reports the production default."+
+				" Set dynamically, every compactor pauses so from its next round."
+		}
+		if b.Unit != 0 {
+			if !set {
+				continue
+			}
+			dc.typ, dc.doc = integer, "The retention time in "+map[time.Duration]string{time.Minute: "minutes", time.Hour: "hours"}[b.Unit]+", applied unless log.retention.ms (or minutes, before hours) is set."
+		}
+		if set {
+			static := dc
+			dc.value, dc.source = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig
+			dc.synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{dc.synonym(), static.synonym()}
+			if b.Unit != 0 {
+				dc.synonyms = dc.synonyms[:1]
+			}
+		}
+		cs = append(cs, dc)
 	}
 	for i := range cs {
-		cs[i].readOnly = true
+		_, dynamic := topicconfig.Broker(cs[i].name)
+		cs[i].readOnly = !dynamic
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs

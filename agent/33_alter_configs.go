@@ -7,8 +7,8 @@ package agent
 // IncrementalAlterConfigs' (44_incremental_alter_configs.go) for a request
 // of SETs, with Kafka's differences: a null value is INVALID_REQUEST,
 // broker loggers are an unknown resource type (Kafka never served them
-// here), and a broker resource given no configs succeeds (it has no
-// dynamic configs to remove).
+// here), and the cluster default broker resource given no configs clears
+// the cluster's dynamic configs.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
+	"floe/topicconfig"
 )
 
 func init() {
@@ -29,16 +30,13 @@ func (a *Agent) handleAlterConfigs(ctx context.Context, r *request) (kmsg.Respon
 	for i, rr := range req.Resources {
 		rs[i] = alterRequest{key: resourceKey{rr.ResourceType, rr.ResourceName}}
 		for _, c := range rr.Configs {
-			rs[i].changes = append(rs[i].changes, configChange{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
+			rs[i].changes = append(rs[i].changes, topicconfig.Change{Name: c.Name, Op: kmsg.IncrementalAlterConfigOpSet, Value: c.Value})
 		}
 	}
 	for i, err := range a.alterResources(ctx, r, rs, true, req.ValidateOnly) {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		if err != nil {
-			sr.ErrorCode = err.code.Code
-			sr.ErrorMessage = &err.msg
-		}
+		sr.ErrorCode, sr.ErrorMessage = err.answer()
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil

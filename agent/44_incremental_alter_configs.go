@@ -22,11 +22,16 @@ package agent
 // store every round. ValidateOnly checks everything against the stored
 // configs and stores nothing.
 //
-// Brokers: floe changes no broker config at runtime, so every SET, APPEND
-// or SUBTRACT is INVALID_REQUEST "Cannot update these configs
-// dynamically", the answer Kafka gives for its read-only broker configs;
-// a DELETE succeeds, as there is no dynamic value to remove. The resource
-// name must be "" or this agent's node id (INVALID_REQUEST otherwise).
+// Brokers: at the cluster default (name ""), the dynamic broker configs
+// floe has a meaning for, the defaults of the topic configs it enforces
+// or fixes (topicconfig.Broker: log.retention.ms, message.max.bytes, …),
+// checked by topicconfig.ApplyBroker as Kafka's broker checks them
+// ("Cannot update these configs dynamically: Set(…)" for every other
+// name), stored in one store transaction (Store.UpdateClusterConfigs)
+// and applied by this agent at once, by the others at their next
+// heartbeat and by the compactors at their next round. This agent's node
+// id is accepted, but floe keeps no per-broker values: setting one is
+// INVALID_REQUEST, a DELETE succeeds. Other names are INVALID_REQUEST.
 //
 // Groups (KIP-848 group configs, group_configs.go): SET and DELETE of
 // consumer.session.timeout.ms and consumer.heartbeat.interval.ms, checked
@@ -43,7 +48,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,13 +62,6 @@ func init() {
 	apis.Register(kafkaproto.Versions{Key: int16(kmsg.IncrementalAlterConfigs), AdvertisedMin: 0, HandledMin: 0, Max: 1})
 }
 
-// configChange is one change an alter asks of a resource's configs.
-type configChange struct {
-	name  string
-	op    kmsg.IncrementalAlterConfigOp
-	value *string // nil only for DELETE
-}
-
 // alterError is a resource's answer: a Kafka code and its message.
 type alterError struct {
 	code *kerr.Error
@@ -72,6 +69,14 @@ type alterError struct {
 }
 
 func (e *alterError) Error() string { return e.msg }
+
+// answer is a resource's error code and message: none for nil.
+func (e *alterError) answer() (int16, *string) {
+	if e == nil {
+		return 0, nil
+	}
+	return e.code.Code, &e.msg
+}
 
 func alterErr(code *kerr.Error, format string, args ...any) *alterError {
 	return &alterError{code: code, msg: fmt.Sprintf(format, args...)}
@@ -87,7 +92,7 @@ type resourceKey struct {
 // IncrementalAlterConfigs request.
 type alterRequest struct {
 	key     resourceKey
-	changes []configChange
+	changes []topicconfig.Change
 }
 
 func (a *Agent) handleIncrementalAlterConfigs(ctx context.Context, r *request) (kmsg.Response, error) {
@@ -97,16 +102,13 @@ func (a *Agent) handleIncrementalAlterConfigs(ctx context.Context, r *request) (
 	for i, rr := range req.Resources {
 		rs[i] = alterRequest{key: resourceKey{rr.ResourceType, rr.ResourceName}}
 		for _, c := range rr.Configs {
-			rs[i].changes = append(rs[i].changes, configChange{name: c.Name, op: c.Op, value: c.Value})
+			rs[i].changes = append(rs[i].changes, topicconfig.Change{Name: c.Name, Op: c.Op, Value: c.Value})
 		}
 	}
 	for i, err := range a.alterResources(ctx, r, rs, false, req.ValidateOnly) {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		if err != nil {
-			sr.ErrorCode = err.code.Code
-			sr.ErrorMessage = &err.msg
-		}
+		sr.ErrorCode, sr.ErrorMessage = err.answer()
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
@@ -138,7 +140,7 @@ func (a *Agent) alterResources(ctx context.Context, req *request, rs []alterRequ
 // alterResource applies changes to one resource, or checks them when
 // validateOnly. replace (legacy AlterConfigs) makes the changes, all SETs,
 // the resource's whole set of configs.
-func (a *Agent) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, changes []configChange, replace, validateOnly bool) *alterError {
+func (a *Agent) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, changes []topicconfig.Change, replace, validateOnly bool) *alterError {
 	if err := checkChanges(changes); err != nil {
 		return err
 	}
@@ -151,16 +153,18 @@ func (a *Agent) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, 
 				return &alterError{code, msg}
 			}
 		}
-		if set := setNames(changes); len(set) > 0 {
-			return alterErr(kerr.InvalidRequest, "Cannot update these configs dynamically: %s (floe reads its broker settings at startup; DescribeConfigs lists them)",
-				strings.Join(set, ", "))
-		}
-		return nil
+		return a.alterClusterConfigs(ctx, name != "", changes, replace, validateOnly)
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return a.alterGroupConfigs(ctx, name, changes, replace, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if !replace {
-			if set := setNames(changes); len(set) > 0 {
+			var set []string
+			for _, c := range changes {
+				if c.Op != kmsg.IncrementalAlterConfigOpDelete {
+					set = append(set, c.Name)
+				}
+			}
+			if len(set) > 0 {
 				return alterErr(kerr.InvalidConfig, "floe has no named loggers to set (%s): its log level is the --log-level flag", strings.Join(set, ", "))
 			}
 			return nil
@@ -173,46 +177,34 @@ func (a *Agent) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, 
 
 // checkChanges applies Kafka's request-level checks to one resource's
 // changes: no name twice, no null value outside DELETE, known operations.
-func checkChanges(changes []configChange) *alterError {
+func checkChanges(changes []topicconfig.Change) *alterError {
 	seen := make(map[string]bool, len(changes))
 	var nulls []string
 	for _, c := range changes {
-		if seen[c.name] {
+		if seen[c.Name] {
 			return alterErr(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
-		seen[c.name] = true
-		if c.op != kmsg.IncrementalAlterConfigOpDelete && c.value == nil {
-			nulls = append(nulls, c.name)
+		seen[c.Name] = true
+		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
+			nulls = append(nulls, c.Name)
 		}
 	}
 	if len(nulls) > 0 {
 		return alterErr(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	for _, c := range changes {
-		switch c.op {
+		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete,
 			kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 		default:
-			return alterErr(kerr.InvalidRequest, "Unknown operations type %d", c.op)
+			return alterErr(kerr.InvalidRequest, "Unknown operations type %d", c.Op)
 		}
 	}
 	return nil
 }
 
-// setNames lists the configs changes would give a value (anything but
-// DELETE).
-func setNames(changes []configChange) []string {
-	var names []string
-	for _, c := range changes {
-		if c.op != kmsg.IncrementalAlterConfigOpDelete {
-			names = append(names, c.name)
-		}
-	}
-	return names
-}
-
 // alterTopicConfigs changes a topic's configs in one store transaction.
-func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []configChange, replace, validateOnly bool) *alterError {
+func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []topicconfig.Change, replace, validateOnly bool) *alterError {
 	if topic == "" {
 		return alterErr(kerr.InvalidRequest, "Default topic resources are not allowed.")
 	}
@@ -222,103 +214,104 @@ func (a *Agent) alterTopicConfigs(ctx context.Context, topic string, changes []c
 	// Values set outright are checked before the topic is looked up, as
 	// Kafka validates before it checks existence.
 	for _, c := range changes {
-		switch c.op {
+		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			if why := topicconfig.Check(c.name, *c.value); why != "" {
+			if why := topicconfig.Check(c.Name, *c.Value); why != "" {
 				return alterErr(kerr.InvalidConfig, "%s", why)
 			}
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if !topicconfig.IsList(c.name) {
-				return alterErr(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(c.op), c.name)
+			if !topicconfig.IsList(c.Name) {
+				return alterErr(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(c.Op), c.Name)
 			}
 		}
 	}
-	update := func(cur map[string]string) (map[string]string, error) {
-		next, err := applyConfigChanges(cur, changes, replace)
-		if err != nil {
-			return nil, err
+	unknown := func(err error) error {
+		if errors.Is(err, metadata.ErrUnknownTopic) {
+			return alterErr(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
 		}
-		if why := topicconfig.CheckSet(next); why != "" {
+		return err
+	}
+	return a.storedAlter(ctx, "topic", topic, changes, validateOnly, func(ctx context.Context) (map[string]string, error) {
+		t, err := a.store.Topic(ctx, topic)
+		return t.Configs, unknown(err)
+	}, func(ctx context.Context, update func(map[string]string) (map[string]string, error)) error {
+		defer a.topics.invalidate()
+		return unknown(a.store.UpdateTopicConfigs(ctx, topic, update))
+	}, func(cur map[string]string) (map[string]string, error) {
+		next, why := topicconfig.ApplyTopic(cur, changes, replace)
+		if why == "" {
+			why = topicconfig.CheckSet(next)
+		}
+		if why != "" {
 			return nil, alterErr(kerr.InvalidConfig, "%s", why)
 		}
 		return next, nil
+	})
+}
+
+// alterClusterConfigs changes the cluster's dynamic broker configs in one
+// store transaction (topicconfig.ApplyBroker checks them as Kafka does)
+// and applies them on this agent at once; other agents and the
+// compactors apply them within a heartbeat or a round. perBroker (a
+// broker id named): floe keeps no per-broker values, so nothing is read
+// or stored.
+func (a *Agent) alterClusterConfigs(ctx context.Context, perBroker bool, changes []topicconfig.Change, replace, validateOnly bool) *alterError {
+	update := func(cur map[string]string) (map[string]string, error) {
+		next, code, msg := topicconfig.ApplyBroker(cur, changes, replace, perBroker, a.cfg.TopicDefaults)
+		if code != nil {
+			return nil, &alterError{code, msg}
+		}
+		return next, nil
 	}
+	if perBroker {
+		if _, code, msg := topicconfig.ApplyBroker(nil, changes, replace, true, a.cfg.TopicDefaults); code != nil {
+			return &alterError{code, msg}
+		}
+		return nil
+	}
+	return a.storedAlter(ctx, "cluster", "", changes, validateOnly, a.store.ClusterConfigs,
+		func(ctx context.Context, update func(map[string]string) (map[string]string, error)) error {
+			if err := a.store.UpdateClusterConfigs(ctx, update); err != nil {
+				return err
+			}
+			if err := a.defaults.Refresh(ctx, a.store); err != nil {
+				a.log.Warn("apply cluster configs failed", "err", err)
+			}
+			return nil
+		}, update)
+}
+
+// storedAlter runs an alter's update on a resource's stored configs, in
+// storeTimeout: with validateOnly on a copy of what read returns, else
+// through write (one store transaction). The answer is nil, the
+// *alterError the update or read/write returned, or the store's failure.
+func (a *Agent) storedAlter(ctx context.Context, kind, name string, changes []topicconfig.Change, validateOnly bool,
+	read func(context.Context) (map[string]string, error),
+	write func(context.Context, func(map[string]string) (map[string]string, error)) error,
+	update func(map[string]string) (map[string]string, error)) *alterError {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	var err error
 	if validateOnly {
-		var t metadata.Topic
-		if t, err = a.store.Topic(ctx, topic); err == nil {
-			_, err = update(maps.Clone(t.Configs))
+		var cur map[string]string
+		if cur, err = read(ctx); err == nil {
+			_, err = update(maps.Clone(cur))
 		}
 	} else {
-		err = a.store.UpdateTopicConfigs(ctx, topic, update)
-		a.topics.invalidate()
+		err = write(ctx, update)
 	}
 	var ae *alterError
 	switch {
 	case err == nil:
 		if !validateOnly {
-			a.log.Info("topic configs altered", "topic", topic, "changes", len(changes))
+			a.log.Info(kind+" configs altered", kind, name, "changes", len(changes))
 		}
 		return nil
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, metadata.ErrUnknownTopic):
-		return alterErr(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
 	}
-	code, msg := a.adminStoreError(ctx, "alter topic configs", topic, err)
+	code, msg := a.adminStoreError(ctx, "alter "+kind+" configs", name, err)
 	return &alterError{code, msg}
-}
-
-// applyConfigChanges computes a resource's configs after changes, from
-// its stored configs cur (changed in place), and checks what APPEND and
-// SUBTRACT produced. With replace the result is exactly the changes.
-// APPEND and SUBTRACT reach it only for topic list configs (groups have
-// no list configs: alterGroupConfigs refuses them before).
-func applyConfigChanges(cur map[string]string, changes []configChange, replace bool) (map[string]string, *alterError) {
-	if cur == nil || replace {
-		cur = map[string]string{}
-	}
-	for _, c := range changes {
-		switch c.op {
-		case kmsg.IncrementalAlterConfigOpSet:
-			cur[c.name] = *c.value
-		case kmsg.IncrementalAlterConfigOpDelete:
-			delete(cur, c.name)
-		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			v, ok := cur[c.name]
-			if !ok {
-				v = topicconfig.Defs[c.name].Default
-			}
-			parts := listParts(v)
-			for _, e := range strings.Split(*c.value, ",") {
-				if c.op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(parts, e) {
-					parts = append(parts, e)
-				} else if c.op == kmsg.IncrementalAlterConfigOpSubtract {
-					parts = slices.DeleteFunc(parts, func(p string) bool { return p == e })
-				}
-			}
-			next := strings.Join(parts, ",")
-			if why := topicconfig.Check(c.name, next); why != "" {
-				return nil, alterErr(kerr.InvalidConfig, "%s", why)
-			}
-			cur[c.name] = next
-		}
-	}
-	return cur, nil
-}
-
-// listParts splits a list config's value, dropping empty elements, as
-// Kafka does before APPEND and SUBTRACT.
-func listParts(v string) []string {
-	var parts []string
-	for _, p := range strings.Split(v, ",") {
-		if p != "" {
-			parts = append(parts, p)
-		}
-	}
-	return parts
 }
 
 func opName(op kmsg.IncrementalAlterConfigOp) string {

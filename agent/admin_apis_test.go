@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -338,39 +340,89 @@ func TestElectLeadersAndReassignments(t *testing.T) {
 	}
 }
 
-// TestUpdateFeaturesLevelZeroOnly: floe finalizes no feature.
-func TestUpdateFeaturesLevelZeroOnly(t *testing.T) {
+// TestFeatures: ApiVersions reports floe's feature table, whose levels
+// follow from the API versions the agent registers; UpdateFeatures
+// accepts the current levels only, with Kafka's answers (the table's own
+// test has every refusal).
+func TestFeatures(t *testing.T) {
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t)
-	update := func(levels ...int16) *kmsg.UpdateFeaturesResponse {
+	av := direct[*kmsg.ApiVersionsResponse](t, cl, kmsg.NewPtrApiVersionsRequest())
+	finalized := map[string]int16{}
+	for _, f := range av.FinalizedFeatures {
+		finalized[f.Name] = f.MaxVersionLevel
+	}
+	maxOf := func(key kmsg.Key) int16 {
+		for _, k := range av.ApiKeys {
+			if k.ApiKey == int16(key) {
+				return k.MaxVersion
+			}
+		}
+		return -1
+	}
+	// metadata.version 20 is Kafka 3.8-IV0: Fetch 16, Produce 11, Metadata
+	// 12; 3.9-IV0 (21) would need Fetch 17.
+	if finalized["metadata.version"] != 20 || maxOf(kmsg.Fetch) != 16 || maxOf(kmsg.Produce) != 11 || maxOf(kmsg.Metadata) != 12 {
+		t.Errorf("metadata.version %d with Fetch %d, Produce %d, Metadata %d", finalized["metadata.version"], maxOf(kmsg.Fetch), maxOf(kmsg.Produce), maxOf(kmsg.Metadata))
+	}
+	if (finalized["group.version"] == 1) != (maxOf(kmsg.ConsumerGroupHeartbeat) >= 0) {
+		t.Errorf("group.version %d, ConsumerGroupHeartbeat max %d", finalized["group.version"], maxOf(kmsg.ConsumerGroupHeartbeat))
+	}
+	if (finalized["share.version"] == 1) != (maxOf(kmsg.ShareGroupHeartbeat) >= 1) {
+		t.Errorf("share.version %d, ShareGroupHeartbeat max %d", finalized["share.version"], maxOf(kmsg.ShareGroupHeartbeat))
+	}
+	if tv, ok := finalized["transaction.version"]; ok || tv >= 2 || maxOf(kmsg.Produce) >= 12 || maxOf(kmsg.EndTxn) >= 5 {
+		t.Errorf("transaction.version %d (listed %v), Produce %d, EndTxn %d: TV2 needs Produce 12 and EndTxn 5", tv, ok, maxOf(kmsg.Produce), maxOf(kmsg.EndTxn))
+	}
+	if av.FinalizedFeaturesEpoch != 22 || len(av.SupportedFeatures) != 3 {
+		t.Errorf("epoch %d, supported %+v", av.FinalizedFeaturesEpoch, av.SupportedFeatures)
+	}
+
+	conn, err := net.Dial("tcp", ta.KafkaAddr()) // requests at the version asked
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	send := func(req *kmsg.UpdateFeaturesRequest) *kmsg.UpdateFeaturesResponse {
+		resp := kmsg.NewPtrUpdateFeaturesResponse()
+		rawRequest(t, conn, req, resp)
+		return resp
+	}
+	update := func(version int16, validateOnly bool, kv ...any) *kmsg.UpdateFeaturesResponse {
 		req := kmsg.NewPtrUpdateFeaturesRequest()
-		for i, l := range levels {
+		req.Version, req.ValidateOnly = version, validateOnly
+		for i := 0; i < len(kv); i += 2 {
 			u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
-			u.Feature, u.MaxVersionLevel, u.UpgradeType = []string{"transaction.version", "group.version"}[i], l, upgradeTypeUpgrade
+			u.Feature, u.MaxVersionLevel, u.UpgradeType = kv[i].(string), int16(kv[i+1].(int)), 1
 			req.FeatureUpdates = append(req.FeatureUpdates, u)
 		}
-		return direct[*kmsg.UpdateFeaturesResponse](t, cl, req)
+		return send(req)
 	}
-	resp := update(0, 1)
-	wantCode(t, "level 1", resp.ErrorCode, kerr.InvalidUpdateVersion)
-	if want := "The update failed for all features since the following feature had an error: Invalid update version 1 for feature group.version."; !strings.HasPrefix(deref(resp.ErrorMessage), want) || len(resp.Results) != 0 {
-		t.Fatalf("answer %q %+v", deref(resp.ErrorMessage), resp.Results)
+	self := strconv.Itoa(int(ta.self.NodeID))
+	resp := update(2, false, "group.version", 1, "metadata.version", 21)
+	wantCode(t, "metadata.version 21", resp.ErrorCode, kerr.InvalidUpdateVersion)
+	if want := "The update failed for all features since the following feature had an error: Invalid update version 21 for feature metadata.version. Local controller " + self + " only supports versions 20"; deref(resp.ErrorMessage) != want || len(resp.Results) != 0 {
+		t.Fatalf("answer %q %+v, want %q", deref(resp.ErrorMessage), resp.Results, want)
 	}
-	resp = update(0, 0)
-	wantCode(t, "level 0", resp.ErrorCode, nil)
-	for _, tc := range []struct {
-		version int16
-		u       kmsg.UpdateFeaturesRequestFeatureUpdate
-		ok      bool
-	}{
-		{0, kmsg.UpdateFeaturesRequestFeatureUpdate{MaxVersionLevel: 0, AllowDowngrade: true}, true},
-		{1, kmsg.UpdateFeaturesRequestFeatureUpdate{MaxVersionLevel: 0, UpgradeType: 3}, true},
-		{1, kmsg.UpdateFeaturesRequestFeatureUpdate{MaxVersionLevel: 0, UpgradeType: 4}, false},
-		{1, kmsg.UpdateFeaturesRequestFeatureUpdate{MaxVersionLevel: -1, UpgradeType: 1}, false},
-		{0, kmsg.UpdateFeaturesRequestFeatureUpdate{MaxVersionLevel: 2}, false},
-	} {
-		if why := featureRefusal(tc.version, tc.u); (why == "") != tc.ok {
-			t.Errorf("featureRefusal(v%d, %+v) = %q", tc.version, tc.u, why)
-		}
+	resp = update(1, true, "transaction.version", 2)
+	if want := "Invalid update version 2 for feature transaction.version. Local controller " + self + " does not support this feature."; !strings.HasSuffix(deref(resp.ErrorMessage), want) {
+		t.Fatalf("transaction.version 2: %q", deref(resp.ErrorMessage))
+	}
+	resp = update(1, false, "group.version", 1, "transaction.version", 0)
+	wantCode(t, "current levels", resp.ErrorCode, nil)
+	if len(resp.Results) != 2 || resp.Results[1].Feature != "transaction.version" {
+		t.Fatalf("v1 results %+v", resp.Results)
+	}
+	// v0 asks by AllowDowngrade: a downgrade to the current level passes.
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.Version = 0
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.AllowDowngrade = "share.version", 1, true
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	wantCode(t, "v0 safe downgrade to the current level", send(req).ErrorCode, nil)
+	req.FeatureUpdates[0].AllowDowngrade = false
+	req.FeatureUpdates[0].MaxVersionLevel = 0
+	if resp := send(req); !strings.HasSuffix(deref(resp.ErrorMessage), "Local controller "+self+" only supports versions 1") {
+		t.Fatalf("v0 share.version 0: %q", deref(resp.ErrorMessage))
 	}
 }

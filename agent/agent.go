@@ -23,6 +23,7 @@ import (
 	"floe/agent/internal/tlsfiles"
 	"floe/metadata"
 	"floe/storage"
+	"floe/topicconfig"
 )
 
 // Agent is one floe agent process's Kafka server.
@@ -41,7 +42,10 @@ type Agent struct {
 	metrics *metrics
 	batcher *batcher
 	topics  *topicCache
-	commits *broadcaster // woken after every local commit
+	// defaults are the topic configs' defaults: the flags and the
+	// cluster's dynamic broker configs, read every heartbeat.
+	defaults *topicconfig.Live
+	commits  *broadcaster // woken after every local commit
 	// reqBudget bounds request bytes read and not yet answered
 	// (newRequestBudget).
 	reqBudget *budget.Budget
@@ -145,6 +149,7 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 		Entries: cfg.ReadAheadEntries, PartitionBytes: cfg.ReadAheadPartitionBytes, CacheBytes: cfg.CacheBytes},
 		store, a.cache, m.reg)
 	a.topics = newTopicCache(store, cfg.TopicCacheTTL)
+	a.defaults = topicconfig.NewLive(cfg.TopicDefaults)
 	a.batcher = newBatcher(a)
 	a.coord = newCoordinator(a)
 	a.txn = newTxnCoordinator(a)
@@ -237,6 +242,10 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.self = self
 	a.viewMu.Unlock()
 	if err := a.ensureInternalTopics(ctx); err != nil {
+		a.closeListeners()
+		return err
+	}
+	if err := a.defaults.Refresh(ctx, a.store); err != nil {
 		a.closeListeners()
 		return err
 	}
@@ -503,6 +512,9 @@ func (a *Agent) heartbeatLoop() {
 		}
 		a.authz.Poll(ctx) // ACL changes of other agents, within one interval
 		a.refreshQuotas(ctx)
+		if err := a.defaults.Refresh(ctx, a.store); err != nil {
+			a.log.Warn("refresh cluster configs failed", "err", err)
+		}
 		cancel()
 	}
 }

@@ -100,7 +100,7 @@ func TestIncrementalAlterConfigsTopic(t *testing.T) {
 	}
 	// What is stored is what produce enforces, at once on this agent.
 	tp, ok, err := ta.topics.get(context.Background(), "cfg")
-	if err != nil || !ok || ta.maxMessageBytes(tp) != 2048 || !recordRules(tp).KeyRequired {
+	if err != nil || !ok || ta.maxMessageBytes(tp) != 2048 || !ta.recordRules(tp).KeyRequired {
 		t.Fatalf("topic as the produce path sees it: %+v %v %v", tp, ok, err)
 	}
 
@@ -187,9 +187,15 @@ func TestIncrementalAlterConfigsBrokerAndGroup(t *testing.T) {
 		msg  string
 	}{
 		{"broker SET", incAlter{kmsg.ConfigResourceTypeBroker, self, []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("log.retention.ms", "1")}},
-			kerr.InvalidRequest, "Cannot update these configs dynamically: log.retention.ms"},
-		{"cluster default SET", incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("message.max.bytes", "1")}},
-			kerr.InvalidRequest, "Cannot update these configs dynamically: message.max.bytes"},
+			kerr.InvalidRequest, "Cannot update these configs for one broker, floe sets them at the default cluster level only (an empty broker id): Set(log.retention.ms)"},
+		{"cluster default SET of a static config", incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			setOp("message.max.bytes", "1"), setOp("log.cleaner.threads", "2"), setOp("auto.create.topics.enable", "false")}},
+			kerr.InvalidRequest, "Cannot update these configs dynamically: Set(auto.create.topics.enable, log.cleaner.threads)"},
+		{"cluster default bad value", incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("log.retention.bytes", "x")}},
+			kerr.InvalidRequest, "Invalid value x for configuration log.retention.bytes: Not a number of type LONG"},
+		{"cluster default APPEND to a non-list", incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			opOf(kmsg.IncrementalAlterConfigOpAppend, "log.retention.ms", kmsg.StringPtr("1"))}},
+			kerr.InvalidConfig, "Config value append is not allowed for config key: log.retention.ms"},
 		{"broker DELETE", incAlter{kmsg.ConfigResourceTypeBroker, self, []kmsg.IncrementalAlterConfigsRequestResourceConfig{del}}, nil, ""},
 		{"other broker", incAlter{kmsg.ConfigResourceTypeBroker, "77", []kmsg.IncrementalAlterConfigsRequestResourceConfig{del}},
 			kerr.InvalidRequest, "Unexpected broker id, expected " + self + ", but received 77"},
@@ -248,41 +254,21 @@ func TestAlterConfigsReplaces(t *testing.T) {
 	if got, want := storedConfigs(t, ta, "legacy"), map[string]string{"retention.bytes": "100"}; !maps.Equal(got, want) {
 		t.Fatalf("stored %v after validate-only and a refusal, want %v", got, want)
 	}
-	wantCode(t, "broker", alter(false, kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", "1").ErrorCode, kerr.InvalidRequest)
-	wantCode(t, "broker without configs", alter(false, kmsg.ConfigResourceTypeBroker, "").ErrorCode, nil)
+	broker := kmsg.ConfigResourceTypeBroker
+	wantCode(t, "static broker config", alter(false, broker, "", "log.cleaner.threads", "1").ErrorCode, kerr.InvalidRequest)
+	wantCode(t, "cluster set", alter(false, broker, "", "log.retention.ms", "1", "log.retention.bytes", "5").ErrorCode, nil)
+	wantCode(t, "cluster replacing set", alter(false, broker, "", "log.retention.bytes", "7").ErrorCode, nil)
+	if got, err := ta.store.ClusterConfigs(context.Background()); err != nil || !maps.Equal(got, map[string]string{"log.retention.bytes": "7"}) {
+		t.Fatalf("cluster configs %v, %v; want only log.retention.bytes=7", got, err)
+	}
+	wantCode(t, "broker without configs", alter(false, broker, "").ErrorCode, nil)
+	if got, _ := ta.store.ClusterConfigs(context.Background()); len(got) != 0 {
+		t.Fatalf("cluster configs %v after clearing", got)
+	}
 	wantCode(t, "logger", alter(false, kmsg.ConfigResourceTypeBrokerLogger, "1").ErrorCode, kerr.InvalidRequest)
 	wantCode(t, "clear", alter(false, topic, "legacy").ErrorCode, nil)
 	if got := storedConfigs(t, ta, "legacy"); len(got) != 0 {
 		t.Fatalf("stored %v after clearing", got)
-	}
-}
-
-// TestApplyTopicChanges is the pure part of IncrementalAlterConfigs:
-// APPEND to an unset list starts from the default, APPEND skips what is
-// there, SUBTRACT removes every copy, the stored map is changed in place.
-func TestApplyTopicChanges(t *testing.T) {
-	v := func(s string) *string { return &s }
-	for _, tc := range []struct {
-		cur     map[string]string
-		changes []configChange
-		replace bool
-		want    map[string]string
-	}{
-		{nil, []configChange{{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, v("compact")}}, false,
-			map[string]string{"cleanup.policy": "delete,compact"}},
-		{map[string]string{"cleanup.policy": "compact"}, []configChange{{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, v("compact,delete")}}, false,
-			map[string]string{"cleanup.policy": "compact,delete"}},
-		{map[string]string{"cleanup.policy": "compact,delete,compact"}, []configChange{{"cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, v("compact")}}, false,
-			map[string]string{"cleanup.policy": "delete"}},
-		{map[string]string{"a": "1", "retention.ms": "5"}, []configChange{{"retention.ms", kmsg.IncrementalAlterConfigOpDelete, nil},
-			{"segment.ms", kmsg.IncrementalAlterConfigOpSet, v("9")}}, false, map[string]string{"a": "1", "segment.ms": "9"}},
-		{map[string]string{"a": "1"}, []configChange{{"retention.ms", kmsg.IncrementalAlterConfigOpSet, v("9")}}, true,
-			map[string]string{"retention.ms": "9"}},
-	} {
-		got, err := applyConfigChanges(maps.Clone(tc.cur), tc.changes, tc.replace)
-		if err != nil || !maps.Equal(got, tc.want) {
-			t.Errorf("applyConfigChanges(%v, %+v) = %v, %v; want %v", tc.cur, tc.changes, got, err, tc.want)
-		}
 	}
 }
 
@@ -315,7 +301,7 @@ func TestCheckTopicConfig(t *testing.T) {
 	// Every default passes its own check: what floe reports it accepts.
 	a := &Agent{cfg: DefaultConfig()}
 	for name := range topicconfig.Defs {
-		if why := topicconfig.Check(name, a.topicDefault(name)); why != "" {
+		if why := topicconfig.Check(name, a.cfg.TopicDefaults.Default(name)); why != "" {
 			t.Errorf("default of %s refused: %s", name, why)
 		}
 	}

@@ -99,7 +99,7 @@ func newCoordinator(a *Agent) *coordinator {
 	c.lag = lag.New(lag.Config{
 		Store:    a.store,
 		Placed:   func(g string) bool { return c.isOwner(g) && !a.isDraining() },
-		Defaults: a.cfg.TopicDefaults,
+		Defaults: a.defaults,
 		Interval: a.cfg.LagInterval,
 		Now:      time.Now,
 		Log:      a.log,

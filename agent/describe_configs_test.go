@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/metadata"
 	"floe/topicconfig"
 )
 
@@ -124,8 +125,9 @@ func TestDescribeConfigsTopicSynonymsAndDocs(t *testing.T) {
 	wantCode(t, "empty topic name", r.ErrorCode, kerr.InvalidTopicException)
 }
 
-// TestDescribeConfigsBroker: the settings this agent runs with, read-only;
-// the cluster default resource lists no dynamic config, as on Kafka.
+// TestDescribeConfigsBroker: the settings this agent runs with, read-only
+// but for the topic defaults the cluster may set dynamically; the cluster
+// default resource lists no dynamic config while none is set, as on Kafka.
 func TestDescribeConfigsBroker(t *testing.T) {
 	ta := newTestAgent(t, nil, func(c *Config) { c.DefaultPartitions = 3 })
 	cl := ta.client(t)
@@ -150,14 +152,15 @@ func TestDescribeConfigsBroker(t *testing.T) {
 		"max.connections":                   "2147483647",
 	} {
 		c, ok := cs[name]
-		if !ok || deref(c.Value) != want || !c.ReadOnly || c.Documentation == nil {
-			t.Errorf("%s: %+v (present %v), want value %s, read-only, documented", name, c, ok, want)
+		_, dynamic := topicconfig.Broker(name)
+		if !ok || deref(c.Value) != want || c.ReadOnly == dynamic || c.Documentation == nil {
+			t.Errorf("%s: %+v (present %v), want value %s, read-only %v, documented", name, c, ok, want, !dynamic)
 		}
 		if len(c.ConfigSynonyms) != 1 || c.ConfigSynonyms[0].Name != name || deref(c.ConfigSynonyms[0].Value) != want {
 			t.Errorf("%s: synonyms %+v", name, c.ConfigSynonyms)
 		}
 	}
-	for _, absent := range []string{"log.dirs", "log.segment.bytes", "num.replica.fetchers", "log.flush.interval.ms"} {
+	for _, absent := range []string{"log.dirs", "log.segment.bytes", "num.replica.fetchers", "log.flush.interval.ms", "log.retention.hours"} {
 		if _, ok := cs[absent]; ok {
 			t.Errorf("%s is listed: floe has no such setting", absent)
 		}
@@ -183,4 +186,85 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	}
 	r = describeConfigs(t, cl, 4, false, false, 99, "x")
 	wantCode(t, "unknown type", r.ErrorCode, kerr.InvalidRequest)
+}
+
+// TestDynamicClusterConfigs: configs set at the cluster default are
+// stored, described on the cluster and broker resources with source
+// DYNAMIC_DEFAULT_BROKER_CONFIG, become the default of every topic that
+// sets none (its synonyms show the chain), are applied by produce, and
+// removing them restores the static defaults.
+func TestDynamicClusterConfigs(t *testing.T) {
+	ta := newTestAgent(t, nil)
+	cl := ta.client(t)
+	ta.createTopic(t, cl, "dyn", 1)
+	self := strconv.Itoa(int(ta.self.NodeID))
+	set := func(kv ...string) {
+		t.Helper()
+		var cs []kmsg.IncrementalAlterConfigsRequestResourceConfig
+		for i := 0; i < len(kv); i += 2 {
+			cs = append(cs, setOp(kv[i], kv[i+1]))
+		}
+		res := incrementalAlter(t, cl, false, incAlter{kmsg.ConfigResourceTypeBroker, "", cs})
+		wantCode(t, "cluster set", res[0].ErrorCode, nil)
+	}
+	set("log.retention.hours", "2", "message.max.bytes", "2048", "log.cleanup.policy", "compact", "log.cleaner.backoff.ms", "500")
+
+	r := describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeBroker, "")
+	cluster := configsByName(r)
+	if len(cluster) != 4 {
+		t.Fatalf("cluster resource lists %d configs, want the 4 set: %+v", len(cluster), r.Configs)
+	}
+	for name, want := range map[string]string{"log.retention.hours": "2", "message.max.bytes": "2048", "log.cleanup.policy": "compact", "log.cleaner.backoff.ms": "500"} {
+		c := cluster[name]
+		if deref(c.Value) != want || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || c.ReadOnly {
+			t.Errorf("cluster %s: %+v", name, c)
+		}
+	}
+	b := configsByName(describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeBroker, self))
+	sameSynonyms(t, "broker message.max.bytes", synonymsOf(b["message.max.bytes"]), []synonym{
+		{"message.max.bytes", "2048", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		{"message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig}})
+	sameSynonyms(t, "broker log.cleaner.backoff.ms", synonymsOf(b["log.cleaner.backoff.ms"]), []synonym{
+		{"log.cleaner.backoff.ms", "500", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		{"log.cleaner.backoff.ms", "10000", kmsg.ConfigSourceDefaultConfig}})
+
+	tc := configsByName(describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeTopic, "dyn"))
+	ret := tc["retention.ms"]
+	if deref(ret.Value) != "7200000" || ret.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Errorf("topic retention.ms %s from %v, want 7200000 from the dynamic default", deref(ret.Value), ret.Source)
+	}
+	sameSynonyms(t, "topic retention.ms", synonymsOf(ret), []synonym{
+		{"log.retention.hours", "2", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		{"log.retention.ms", "-1", kmsg.ConfigSourceDefaultConfig}})
+
+	// The topic's own value comes first; produce applies the dynamic
+	// max.message.bytes and cleanup.policy to topics without their own.
+	tp, ok, err := ta.topics.get(context.Background(), "dyn")
+	if err != nil || !ok || ta.maxMessageBytes(tp) != 2048 || !ta.recordRules(tp).KeyRequired {
+		t.Fatalf("produce rules of dyn: %d, key required %v (%v %v)", ta.maxMessageBytes(tp), ta.recordRules(tp).KeyRequired, ok, err)
+	}
+	tp.Configs = map[string]string{"cleanup.policy": "delete", "max.message.bytes": "100"}
+	if ta.maxMessageBytes(tp) != 100 || ta.recordRules(tp).KeyRequired {
+		t.Fatal("a topic's own values lost to the dynamic defaults")
+	}
+
+	// ValidateOnly stores nothing; DELETE restores the static defaults.
+	res := incrementalAlter(t, cl, true, incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("log.retention.bytes", "1")}})
+	wantCode(t, "validate only", res[0].ErrorCode, nil)
+	del := func(n string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		return opOf(kmsg.IncrementalAlterConfigOpDelete, n, nil)
+	}
+	res = incrementalAlter(t, cl, false, incAlter{kmsg.ConfigResourceTypeBroker, "", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+		del("log.retention.hours"), del("message.max.bytes"), del("log.cleanup.policy"), del("log.cleaner.backoff.ms")}})
+	wantCode(t, "cluster delete", res[0].ErrorCode, nil)
+	if got, err := ta.store.ClusterConfigs(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("cluster configs after delete: %v %v", got, err)
+	}
+	if ta.maxMessageBytes(metadata.Topic{}) != 1048588 {
+		t.Fatalf("max.message.bytes %d after delete", ta.maxMessageBytes(metadata.Topic{}))
+	}
+	tc = configsByName(describeConfigs(t, cl, 4, true, false, kmsg.ConfigResourceTypeTopic, "dyn"))
+	if ret := tc["retention.ms"]; deref(ret.Value) != "-1" || ret.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("topic retention.ms after delete %s from %v", deref(ret.Value), ret.Source)
+	}
 }

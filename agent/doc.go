@@ -27,7 +27,11 @@
 //     frame waits for budget.
 //   - apis.go: the apis table and the one dispatch switch (handle).
 //   - apis_export.go: APIVersions, for the docs generator.
-//   - 18_api_versions.go: ApiVersions, answered from apis.
+//   - 18_api_versions.go: ApiVersions, answered from apis, with the
+//     features of internal/features.
+//   - internal/features/features.go: package agent/internal/features,
+//     the finalized features floe serves (metadata.version, group.version,
+//     share.version) and UpdateFeatures' answers against them.
 //   - 60_describe_cluster.go: DescribeCluster.
 //   - departed.go: departed agents' node ids kept in Metadata for a while.
 //   - drain.go: leaving the fleet (Close's drain).
@@ -59,7 +63,10 @@
 //
 // Topics and configs: topics, partitions, cluster metadata and configs.
 //   - topics.go: the topic cache and auto-creation; the topic-config table
-//     is topicconfig.Defs, checked by topicconfig.Check and CheckSet.
+//     is topicconfig.Defs, checked by topicconfig.Check and CheckSet; the
+//     defaults a topic without its own value gets (flags, then the
+//     cluster's dynamic broker configs, re-read every heartbeat) are
+//     topicconfig.Live.
 //   - internal_topics.go: Kafka's internal topics (__consumer_offsets).
 //   - 03_metadata.go: Metadata: brokers, leaders by hash, zones.
 //   - 75_describe_topic_partitions.go: DescribeTopicPartitions.

@@ -30,9 +30,7 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -143,53 +141,29 @@ func (l consumerLimits) check(session, heartbeat time.Duration, sessionName, hea
 
 // alterGroupConfigs changes a group's configs in one store transaction,
 // checking the result first.
-func (a *Agent) alterGroupConfigs(ctx context.Context, name string, changes []configChange, replace, validateOnly bool) *alterError {
+func (a *Agent) alterGroupConfigs(ctx context.Context, name string, changes []topicconfig.Change, replace, validateOnly bool) *alterError {
 	if name == "" {
 		return alterErr(kerr.InvalidRequest, "Default group resources are not allowed.")
 	}
 	// Group configs are INTs and strings: nothing to APPEND to or SUBTRACT from
 	// (Kafka's controller answers so for names it does not know, too).
 	for _, c := range changes {
-		if c.op == kmsg.IncrementalAlterConfigOpAppend || c.op == kmsg.IncrementalAlterConfigOpSubtract {
-			return alterErr(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(c.op), c.name)
+		if c.Op == kmsg.IncrementalAlterConfigOpAppend || c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+			return alterErr(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(c.Op), c.Name)
 		}
 	}
-	update := func(cur map[string]string) (map[string]string, error) {
-		next, err := applyConfigChanges(cur, changes, replace)
-		if err != nil {
-			return nil, err
-		}
+	return a.storedAlter(ctx, "group", name, changes, validateOnly, func(ctx context.Context) (map[string]string, error) {
+		return a.store.GroupConfigs(ctx, name)
+	}, func(ctx context.Context, update func(map[string]string) (map[string]string, error)) error {
+		defer a.coord.groupConfigsChanged(name)
+		return a.store.UpdateGroupConfigs(ctx, name, update)
+	}, func(cur map[string]string) (map[string]string, error) {
+		next, _ := topicconfig.ApplyTopic(cur, changes, replace) // only SET and DELETE reach it
 		if err := a.coord.checkGroupConfigs(next); err != nil {
 			return nil, err
 		}
 		return next, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	var err error
-	if validateOnly {
-		var cur map[string]string
-		if cur, err = a.store.GroupConfigs(ctx, name); err == nil {
-			_, err = update(maps.Clone(cur))
-		}
-	} else {
-		err = a.store.UpdateGroupConfigs(ctx, name, update)
-		a.coord.groupConfigsChanged(name)
-	}
-	var ae *alterError
-	switch {
-	case err == nil:
-		if !validateOnly {
-			a.log.Info("group configs altered", "group", name, "changes", len(changes))
-		}
-		return nil
-	case errors.As(err, &ae):
-		return ae
-	case ctx.Err() != nil:
-		return alterErr(kerr.RequestTimedOut, "the store did not answer in time")
-	}
-	a.log.Warn("alter group configs failed", "group", name, "err", err)
-	return alterErr(kerr.UnknownServerError, "%s", kerr.UnknownServerError.Message)
+	})
 }
 
 // groupConfigsChanged makes the coordinator read a group's configs again

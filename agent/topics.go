@@ -314,23 +314,14 @@ func (a *Agent) topicConfig(t metadata.Topic, name string) (string, bool) {
 	if v, ok := t.Configs[name]; ok {
 		return v, true
 	}
-	return a.topicDefault(name), false
-}
-
-// topicDefault is what a topic that does not set config name gets: the
-// cluster's topicconfig.Defaults for the configs the compactor and the
-// produce path enforce, else the table's value.
-func (a *Agent) topicDefault(name string) string {
-	if v, ok := a.cfg.TopicDefaults.Value(name); ok {
-		return v
-	}
-	return topicconfig.Defs[name].Default
+	return a.defaults.Get().Default(name), false
 }
 
 // maxMessageBytes is the topic's max.message.bytes.
 func (a *Agent) maxMessageBytes(t metadata.Topic) int64 {
-	if n := a.cfg.TopicDefaults.Int(t.Configs, topicconfig.MaxMessageBytes); n > 0 {
+	d := a.defaults.Get()
+	if n := d.Int(t.Configs, topicconfig.MaxMessageBytes); n > 0 {
 		return n
 	}
-	return a.cfg.TopicDefaults.MaxMessageBytes
+	return d.MaxMessageBytes
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/agent/internal/budget"
+	"floe/kafkaproto"
 	"floe/metadata"
 	"floe/schemaregistry"
 	"floe/storage/faulty"
@@ -209,7 +210,7 @@ func benchBatch(b *testing.B, value []byte, n int) []byte {
 	raw := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
 	crcFix(raw)
-	if _, err := validateProduceRecords(11, raw, 1<<30, recordRules(metadata.Topic{})); err != nil {
+	if _, err := validateProduceRecords(11, raw, 1<<30, kafkaproto.RecordRules{}); err != nil {
 		b.Fatalf("bench batch invalid: %v", err)
 	}
 	return raw

@@ -129,6 +129,9 @@ type Compactor struct {
 	// lastOrphanScan is when gc last listed the bucket for orphans: it
 	// does once per grace period (deleteOrphans), not every round.
 	lastOrphanScan time.Time
+	// defaults are TopicDefaults with the cluster's dynamic broker
+	// configs, read at the start of every round.
+	defaults *topicconfig.Live
 	// windows recycles merges' source windows, up to MergeBufferBytes
 	// (the merges' memory budget) kept between merges.
 	windows *bufpool.Pool
@@ -139,13 +142,14 @@ type Compactor struct {
 // New returns a compactor; it does nothing until Start or RunOnce.
 func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logger) *Compactor {
 	return &Compactor{
-		cfg:     cfg,
-		store:   store,
-		bucket:  bucket,
-		log:     log.With("component", "compactor", "compactor_id", cfg.ID),
-		metrics: newMetrics(),
-		now:     time.Now,
-		windows: bufpool.New(cfg.MergeBufferBytes),
+		cfg:      cfg,
+		store:    store,
+		bucket:   bucket,
+		log:      log.With("component", "compactor", "compactor_id", cfg.ID),
+		metrics:  newMetrics(),
+		now:      time.Now,
+		windows:  bufpool.New(cfg.MergeBufferBytes),
+		defaults: topicconfig.NewLive(cfg.TopicDefaults),
 	}
 }
 
@@ -153,11 +157,20 @@ func New(cfg Config, store metadata.Store, bucket storage.Bucket, log *slog.Logg
 // endpoint (floe dev serves them on the agent's /metrics).
 func (c *Compactor) Gatherer() prometheus.Gatherer { return c.metrics.reg }
 
-// Start runs rounds every Interval until Close.
+// Start runs rounds every interval() until Close.
 func (c *Compactor) Start(ctx context.Context) {
-	c.loop = periodic.Start(ctx, c.cfg.Interval, c.RunOnce, func(err error) {
+	c.loop = periodic.StartFunc(ctx, c.interval, c.RunOnce, func(err error) {
 		c.log.Warn("compaction round failed", "err", err)
 	})
+}
+
+// interval is the pause between rounds: the cluster's dynamic
+// log.cleaner.backoff.ms as the last round read it, else Interval.
+func (c *Compactor) interval() time.Duration {
+	if d, ok := c.defaults.Get().CleanerBackoff(); ok {
+		return d
+	}
+	return c.cfg.Interval
 }
 
 // Close stops the loop and waits for the running job to notice. Leases
@@ -172,12 +185,15 @@ const (
 	jobGC        = "gc"
 )
 
-// RunOnce runs one round: retention, key compaction, merges, GC, each
+// RunOnce runs one round: the cluster's dynamic configs read, retention, key compaction, merges, GC, each
 // under its lease (a job whose lease another compactor holds is skipped),
 // then refreshes the gauges. It returns the first error; later jobs still
 // run.
 func (c *Compactor) RunOnce(ctx context.Context) error {
 	var errs []error
+	if err := c.defaults.Refresh(ctx, c.store); err != nil {
+		errs = append(errs, err) // the round goes on with the last ones read
+	}
 	for _, j := range []struct {
 		name string
 		fn   func(ctx context.Context, l *metadata.JobLease) error

@@ -20,6 +20,7 @@ import (
 	"floe/metadata"
 	"floe/storage"
 	"floe/storage/mem"
+	"floe/topicconfig"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -192,6 +193,80 @@ func TestMergeConflictWithRetention(t *testing.T) {
 	_, recs := e.fetchAll(tp.ID, 0)
 	if len(recs) != 3 || recs[0].offset != 1 || recs[0].value != "1" {
 		t.Fatalf("records after retention and a failed merge: %v", recs)
+	}
+}
+
+// TestRetentionDynamicDefault: retention applies the cluster's dynamic
+// log.retention.minutes to a topic without retention.ms, not to one with
+// its own, and log.cleanup.policy=compact keeps retention off topics
+// without a policy of their own.
+func TestRetentionDynamicDefault(t *testing.T) {
+	e := newEnv(t, nil)
+	plain, err := e.store.CreateTopic(e.ctx, "plain", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := e.store.CreateTopic(e.ctx, "own", 1, map[string]string{"retention.ms": "-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	for i := range 4 {
+		ts := now - 3600_000 // an hour old
+		if i >= 2 {
+			ts = now
+		}
+		for _, id := range []metadata.TopicID{plain.ID, own.ID} {
+			e.flush(id, map[int32][][]byte{0: {producerBatch(rec{key: "k", value: strconv.Itoa(i), ts: ts})}})
+		}
+	}
+	setCluster := func(kv map[string]string) {
+		t.Helper()
+		if err := e.store.UpdateClusterConfigs(e.ctx, func(map[string]string) (map[string]string, error) { return kv, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.defaults.Refresh(e.ctx, e.store); err != nil { // as RunOnce does
+			t.Fatal(err)
+		}
+		if err := e.c.retention(e.ctx, e.lease(jobRetention)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logStart := func(id metadata.TopicID) int64 {
+		st, err := e.store.Partition(e.ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.LogStartOffset
+	}
+	setCluster(map[string]string{"log.retention.minutes": "30", "log.cleanup.policy": "compact"})
+	if logStart(plain.ID) != 0 {
+		t.Fatalf("dynamic compact policy: log start %d, want no retention", logStart(plain.ID))
+	}
+	setCluster(map[string]string{"log.retention.minutes": "30"})
+	if got := logStart(plain.ID); got != 2 {
+		t.Fatalf("dynamic log.retention.minutes=30: log start %d, want 2", got)
+	}
+	if got := logStart(own.ID); got != 0 {
+		t.Fatalf("topic with its own retention.ms=-1: log start %d, want 0", got)
+	}
+	// Every round reads them first.
+	if err := e.store.UpdateClusterConfigs(e.ctx, func(map[string]string) (map[string]string, error) {
+		return map[string]string{"log.retention.bytes": "5", "log.cleaner.backoff.ms": "1500"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.c.interval(); got != e.c.cfg.Interval {
+		t.Fatalf("interval %v before a round read the backoff, want --interval %v", got, e.c.cfg.Interval)
+	}
+	if err := e.c.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.c.defaults.Get().Default(topicconfig.RetentionBytes); got != "5" {
+		t.Fatalf("after a round retention.bytes defaults to %s, want the dynamic 5", got)
+	}
+	if got := e.c.interval(); got != 1500*time.Millisecond {
+		t.Fatalf("interval %v, want the dynamic log.cleaner.backoff.ms 1.5s", got)
 	}
 }
 

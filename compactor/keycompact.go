@@ -49,9 +49,10 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) err
 	if err != nil {
 		return err
 	}
+	defaults := c.defaults.Get()
 	var objects map[string]metadata.ObjectInfo
 	for _, t := range topics {
-		if _, compact := topicconfig.Policies(t.Configs); !compact {
+		if _, compact := defaults.Policies(t.Configs); !compact {
 			continue
 		}
 		if objects == nil {
@@ -76,9 +77,9 @@ func (c *Compactor) keyCompaction(ctx context.Context, l *metadata.JobLease) err
 			return err
 		}
 		pol := compactPolicy{
-			tombstoneMs: c.cfg.TopicDefaults.Int(t.Configs, topicconfig.DeleteRetentionMs),
-			maxLagMs:    c.cfg.TopicDefaults.Int(t.Configs, topicconfig.MaxCompactionLagMs),
-			dirtyRatio:  c.cfg.TopicDefaults.Float(t.Configs, topicconfig.MinCleanableDirtyRatio),
+			tombstoneMs: defaults.Int(t.Configs, topicconfig.DeleteRetentionMs),
+			maxLagMs:    defaults.Int(t.Configs, topicconfig.MaxCompactionLagMs),
+			dirtyRatio:  defaults.Float(t.Configs, topicconfig.MinCleanableDirtyRatio),
 		}
 		for _, p := range parts {
 			if err := l.Renew(ctx); err != nil {
@@ -174,7 +175,7 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p me
 	}
 	cutoff := now.UnixMilli() - pol.tombstoneMs
 	b := newRowBuilder(t.ID, p.Partition)
-	if cc, ok := topicconfig.Compression(t.Configs); ok {
+	if cc, ok := c.defaults.Get().Compression(t.Configs); ok {
 		b.codec = &cc
 	}
 	removed := 0

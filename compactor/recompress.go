@@ -5,7 +5,6 @@ import (
 
 	"floe/kafkaproto"
 	"floe/metadata"
-	"floe/topicconfig"
 )
 
 // The codec a topic's batches are stored in is the producer's until the
@@ -27,7 +26,7 @@ func (c *Compactor) topicCodecs(ctx context.Context) (map[metadata.TopicID]kafka
 	}
 	var codecs map[metadata.TopicID]kafkaproto.Compression
 	for _, t := range topics {
-		if cc, ok := topicconfig.Compression(t.Configs); ok {
+		if cc, ok := c.defaults.Get().Compression(t.Configs); ok {
 			if codecs == nil {
 				codecs = map[metadata.TopicID]kafkaproto.Compression{}
 			}

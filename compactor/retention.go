@@ -23,14 +23,15 @@ func (c *Compactor) retention(ctx context.Context, l *metadata.JobLease) error {
 	if err != nil {
 		return err
 	}
+	defaults := c.defaults.Get()
 	now := c.now()
 	for _, t := range topics {
-		del, _ := topicconfig.Policies(t.Configs)
+		del, _ := defaults.Policies(t.Configs)
 		if !del {
 			continue
 		}
-		retMs := c.cfg.TopicDefaults.Int(t.Configs, topicconfig.RetentionMs)
-		retBytes := c.cfg.TopicDefaults.Int(t.Configs, topicconfig.RetentionBytes)
+		retMs := defaults.Int(t.Configs, topicconfig.RetentionMs)
+		retBytes := defaults.Int(t.Configs, topicconfig.RetentionBytes)
 		if retMs < 0 && retBytes < 0 {
 			continue
 		}

@@ -155,6 +155,7 @@ type Store interface {
 	TxnStore
 	ShareStore
 	SchemaStore
+	ClusterConfigStore
 
 	// CreateTopic creates a topic with a fresh random id and partitions
 	// 0..partitions-1 at offset 0. ErrTopicExists if the name is taken;

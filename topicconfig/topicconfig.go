@@ -51,6 +51,10 @@ type Defaults struct {
 	MaxCompactionLag time.Duration
 	// MaxMessageBytes is the largest batch produce accepts.
 	MaxMessageBytes int64
+
+	// dynamic holds the cluster's dynamic defaults by topic config name,
+	// broker the same by the broker names they were set by (WithDynamic).
+	dynamic, broker map[string]string
 }
 
 // KafkaDefaults returns Kafka 4's broker defaults, except
@@ -67,10 +71,13 @@ func KafkaDefaults() Defaults {
 	}
 }
 
-// Value returns the default of config name as Kafka writes it, and false
-// for configs Defaults does not hold (cleanup.policy's default is always
-// delete: see Policies).
+// Value returns the default of config name as Kafka writes it: the
+// dynamic default (WithDynamic), else the static field; false for configs
+// Defaults does not hold (whose default is the table's: see Default).
 func (d Defaults) Value(name string) (string, bool) {
+	if v, ok := d.dynamic[name]; ok {
+		return v, true
+	}
 	switch name {
 	case RetentionMs:
 		return millis(d.Retention), true
@@ -122,7 +129,8 @@ func (d Defaults) Float(configs map[string]string, name string) float64 {
 }
 
 // Policies returns whether a topic's cleanup.policy includes delete and
-// compact ("delete" when unset).
+// compact ("delete" when unset; Defaults.Policies applies a dynamic
+// default).
 func Policies(configs map[string]string) (del, compact bool) {
 	v, ok := configs[CleanupPolicy]
 	if !ok {
@@ -136,10 +144,11 @@ func Policies(configs map[string]string) (del, compact bool) {
 // producer (the default): batches keep the producer's codec. Produce
 // stores batches as sent either way; the compactor's merges recompress
 // them (kafkaproto.Recompress). A value that is not one of Kafka's
-// (stored before it was checked) counts as producer.
-func Compression(configs map[string]string) (kafkaproto.Compression, bool) {
+// (stored before it was checked) counts as producer. A topic that sets
+// none of them gets the cluster's dynamic defaults (WithDynamic).
+func (d Defaults) Compression(configs map[string]string) (kafkaproto.Compression, bool) {
 	codec, levelName := kafkaproto.CodecNone, ""
-	switch strings.TrimSpace(configs[CompressionType]) {
+	switch strings.TrimSpace(d.own(configs, CompressionType)) {
 	case "uncompressed":
 	case "gzip":
 		codec, levelName = kafkaproto.CodecGzip, CompressionGzipLevel
@@ -154,8 +163,8 @@ func Compression(configs map[string]string) (kafkaproto.Compression, bool) {
 	}
 	c := kafkaproto.Compression{Codec: codec}
 	if levelName != "" {
-		v, ok := configs[levelName]
-		if !ok || Check(levelName, v) != "" {
+		v := d.own(configs, levelName)
+		if Check(levelName, v) != "" {
 			v = Defs[levelName].Default
 		}
 		c.Level, _ = strconv.Atoi(strings.TrimSpace(v))
@@ -166,7 +175,17 @@ func Compression(configs map[string]string) (kafkaproto.Compression, bool) {
 // ZstdTopic reports whether a topic's compression.type is zstd: Kafka then
 // answers Fetch below v10 (clients from before zstd) with
 // UNSUPPORTED_COMPRESSION_TYPE for its partitions, whatever codec their
-// batches hold, since they will hold zstd.
-func ZstdTopic(configs map[string]string) bool {
-	return strings.TrimSpace(configs[CompressionType]) == "zstd"
+// batches hold, since they will hold zstd. The cluster's dynamic
+// compression.type counts for topics without their own.
+func (d Defaults) ZstdTopic(configs map[string]string) bool {
+	return strings.TrimSpace(d.own(configs, CompressionType)) == "zstd"
+}
+
+// own is a topic's own value of config name, else the cluster's dynamic
+// default, else "".
+func (d Defaults) own(configs map[string]string, name string) string {
+	if v, ok := configs[name]; ok {
+		return v
+	}
+	return d.dynamic[name]
 }

@@ -104,8 +104,24 @@ func TestCompression(t *testing.T) {
 		{map[string]string{CompressionType: "zstd"}, kafkaproto.Compression{Codec: kafkaproto.CodecZstd, Level: 3}, true},
 		{map[string]string{CompressionType: "zstd", CompressionZstdLevel: "-7"}, kafkaproto.Compression{Codec: kafkaproto.CodecZstd, Level: -7}, true},
 	} {
-		if got, ok := Compression(tc.configs); got != tc.want || ok != tc.ok {
+		if got, ok := KafkaDefaults().Compression(tc.configs); got != tc.want || ok != tc.ok {
 			t.Errorf("Compression(%v) = %+v %v, want %+v %v", tc.configs, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestCompressionDynamic: the cluster's dynamic compression.type and
+// levels count for topics without their own; a topic's own wins.
+func TestCompressionDynamic(t *testing.T) {
+	d := KafkaDefaults().WithDynamic(map[string]string{"compression.type": "zstd", "compression.zstd.level": "9"})
+	if got, ok := d.Compression(nil); !ok || got != (kafkaproto.Compression{Codec: kafkaproto.CodecZstd, Level: 9}) || !d.ZstdTopic(nil) {
+		t.Fatalf("dynamic zstd: %+v %v, zstd topic %v", got, ok, d.ZstdTopic(nil))
+	}
+	own := map[string]string{CompressionType: "producer"}
+	if _, ok := d.Compression(own); ok || d.ZstdTopic(own) {
+		t.Fatal("a topic's own producer lost to the dynamic zstd")
+	}
+	if got, _ := d.Compression(map[string]string{CompressionType: "zstd", CompressionZstdLevel: "1"}); got.Level != 1 {
+		t.Fatalf("own level lost: %+v", got)
 	}
 }

@@ -19,17 +19,26 @@ type Loop struct {
 // once), until ctx ends or Close. An error fn returns while ctx is live is
 // handed to onErr; the loop goes on.
 func Start(ctx context.Context, interval time.Duration, fn func(context.Context) error, onErr func(error)) *Loop {
+	return StartFunc(ctx, func() time.Duration { return interval }, fn, onErr)
+}
+
+// StartFunc is Start with an interval that may change: interval is asked
+// after each call (and never concurrently with one).
+func StartFunc(ctx context.Context, interval func() time.Duration, fn func(context.Context) error, onErr func(error)) *Loop {
 	l := &Loop{}
 	ctx, l.cancel = context.WithCancel(ctx)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		t := time.NewTicker(interval)
+		t := time.NewTimer(0)
 		defer t.Stop()
+		<-t.C
 		for {
+			start := time.Now()
 			if err := fn(ctx); err != nil && ctx.Err() == nil {
 				onErr(err)
 			}
+			t.Reset(max(time.Until(start.Add(interval())), 0))
 			select {
 			case <-ctx.Done():
 				return

@@ -31,3 +31,25 @@ func TestLoop(t *testing.T) {
 	var never *Loop
 	never.Close()
 }
+
+// TestStartFunc: the interval is asked after each call, so a change takes
+// effect from the next pause.
+func TestStartFunc(t *testing.T) {
+	var calls atomic.Int32
+	var interval atomic.Int64
+	interval.Store(int64(time.Hour))
+	l := StartFunc(context.Background(), func() time.Duration { return time.Duration(interval.Load()) }, func(context.Context) error {
+		if calls.Add(1) == 1 {
+			interval.Store(int64(time.Millisecond))
+		}
+		return nil
+	}, func(error) {})
+	defer l.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls: the shorter interval was not applied", calls.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"GroupOffsetsChunked", testGroupOffsetsChunked},
 		{"GroupRecords", testGroupRecords},
 		{"GroupConfigs", testGroupConfigs},
+		{"ClusterConfigs", testClusterConfigs},
 		{"ScramCredentials", testScramCredentials},
 		{"ClusterSecret", testClusterSecret},
 		{"ACLs", testACLs},

@@ -55,8 +55,9 @@ type Config struct {
 	// Placed reports whether a group's lag is reported here: the group is
 	// placed on this agent, which is not leaving the fleet.
 	Placed func(group string) bool
-	// Defaults are the topic configs' defaults (retention.ms).
-	Defaults topicconfig.Defaults
+	// Defaults are the topic configs' defaults (retention.ms), the
+	// cluster's dynamic ones included.
+	Defaults *topicconfig.Live
 	// Interval is how often the lag is computed; zero turns it off.
 	Interval time.Duration
 	// Now is the clock (time.Now).
@@ -204,7 +205,7 @@ func (m *Monitor) scan(ctx context.Context, now time.Time) ([]lagSample, error) 
 				}
 			}
 			s.seconds = age.Seconds()
-			if ret := m.cfg.Defaults.Int(ts.t.Configs, topicconfig.RetentionMs); ret >= 0 {
+			if ret := m.cfg.Defaults.Get().Int(ts.t.Configs, topicconfig.RetentionMs); ret >= 0 {
 				s.headroom, s.hasHeadroom = (time.Duration(ret)*time.Millisecond - age).Seconds(), true
 			}
 			out = append(out, s)

@@ -86,7 +86,7 @@ func TestScan(t *testing.T) {
 	m := New(Config{
 		Store:    store,
 		Placed:   func(g string) bool { return g != "elsewhere" },
-		Defaults: defaults,
+		Defaults: topicconfig.NewLive(defaults),
 		Interval: time.Second,
 		Now:      func() time.Time { return now },
 		Log:      slog.New(slog.DiscardHandler),

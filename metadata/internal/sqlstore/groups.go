@@ -198,34 +198,69 @@ func (s *Store) ReleaseCoordinatorLease(ctx context.Context, name, owner string)
 
 // GroupConfigs implements metadata.GroupStore.
 func (s *Store) GroupConfigs(ctx context.Context, group string) (map[string]string, error) {
-	var raw string
-	err := s.db.Read().QueryRow(ctx, `SELECT `+s.d.JSONText("configs")+` FROM group_configs WHERE group_id = $1`, group).Scan(&raw)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("group configs of %s: %w", group, err)
-	}
-	c, err := sqlutil.DecodeConfigs(raw)
+	c, err := s.configRow(ctx, "group_configs", "group_id", group)
 	if err != nil {
 		return nil, fmt.Errorf("group configs of %s: %w", group, err)
 	}
 	return c, nil
 }
 
-// UpdateGroupConfigs implements metadata.GroupStore. A group without
-// configs has no row to lock, so the row is inserted empty first (ON
-// CONFLICT DO NOTHING waits on PostgreSQL for a concurrent first insert
-// to commit) and then locked FOR UPDATE; concurrent updates of a group,
-// its first ones included, apply one after the other. Should a concurrent
-// update remove the row between the two statements, they are run again.
-// (SQLite's write transaction holds the database's write lock throughout.)
+// UpdateGroupConfigs implements metadata.GroupStore (updateConfigRow).
 func (s *Store) UpdateGroupConfigs(ctx context.Context, group string, update func(map[string]string) (map[string]string, error)) error {
-	err := s.db.WriteTx(ctx, func(q Querier) error {
+	if err := s.updateConfigRow(ctx, "group_configs", "group_id", group, update); err != nil {
+		return fmt.Errorf("update configs of group %s: %w", group, err)
+	}
+	return nil
+}
+
+// ClusterConfigs implements metadata.ClusterConfigStore: the row of
+// broker "", the cluster default.
+func (s *Store) ClusterConfigs(ctx context.Context) (map[string]string, error) {
+	c, err := s.configRow(ctx, "broker_configs", "broker", "")
+	if err != nil {
+		return nil, fmt.Errorf("cluster configs: %w", err)
+	}
+	return c, nil
+}
+
+// UpdateClusterConfigs implements metadata.ClusterConfigStore
+// (updateConfigRow).
+func (s *Store) UpdateClusterConfigs(ctx context.Context, update func(map[string]string) (map[string]string, error)) error {
+	if err := s.updateConfigRow(ctx, "broker_configs", "broker", "", update); err != nil {
+		return fmt.Errorf("update cluster configs: %w", err)
+	}
+	return nil
+}
+
+// configRow reads the configs of one row of a configs table (a key column
+// and a JSON configs column): never nil, empty when the row is absent.
+// table and col are the callers' constants, never input.
+func (s *Store) configRow(ctx context.Context, table, col, key string) (map[string]string, error) {
+	var raw string
+	err := s.db.Read().QueryRow(ctx, `SELECT `+s.d.JSONText("configs")+` FROM `+table+` WHERE `+col+` = $1`, key).Scan(&raw)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return sqlutil.DecodeConfigs(raw)
+}
+
+// updateConfigRow changes one row of a configs table in one transaction.
+// A key without configs has no row to lock, so the row is inserted empty
+// first (ON CONFLICT DO NOTHING waits on PostgreSQL for a concurrent first
+// insert to commit) and then locked FOR UPDATE; concurrent updates of a
+// key, its first ones included, apply one after the other. Should a
+// concurrent update remove the row between the two statements, they are
+// run again. No configs left removes the row. (SQLite's write
+// transaction holds the database's write lock throughout.)
+func (s *Store) updateConfigRow(ctx context.Context, table, col, key string, update func(map[string]string) (map[string]string, error)) error {
+	return s.db.WriteTx(ctx, func(q Querier) error {
 		var raw string
 		for {
-			if _, err := q.Exec(ctx, `INSERT INTO group_configs (group_id, configs) VALUES ($1, `+s.d.JSON("'{}'")+`)
-				ON CONFLICT (group_id) DO NOTHING`, group); err != nil {
+			if _, err := q.Exec(ctx, `INSERT INTO `+table+` (`+col+`, configs) VALUES ($1, `+s.d.JSON("'{}'")+`)
+				ON CONFLICT (`+col+`) DO NOTHING`, key); err != nil {
 				return err
 			}
-			err := q.QueryRow(ctx, `SELECT `+s.d.JSONText("configs")+` FROM group_configs WHERE group_id = $1`+s.d.ForUpdate(), group).Scan(&raw)
+			err := q.QueryRow(ctx, `SELECT `+s.d.JSONText("configs")+` FROM `+table+` WHERE `+col+` = $1`+s.d.ForUpdate(), key).Scan(&raw)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}
@@ -239,14 +274,10 @@ func (s *Store) UpdateGroupConfigs(ctx context.Context, group string, update fun
 			return err
 		}
 		if n == 0 {
-			_, err = q.Exec(ctx, `DELETE FROM group_configs WHERE group_id = $1`, group)
+			_, err = q.Exec(ctx, `DELETE FROM `+table+` WHERE `+col+` = $1`, key)
 			return err
 		}
-		_, err = q.Exec(ctx, `UPDATE group_configs SET configs = `+s.d.JSON("$2")+` WHERE group_id = $1`, group, cfg)
+		_, err = q.Exec(ctx, `UPDATE `+table+` SET configs = `+s.d.JSON("$2")+` WHERE `+col+` = $1`, key, cfg)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("update configs of group %s: %w", group, err)
-	}
-	return nil
 }

@@ -21,12 +21,7 @@ import (
 // answered NOT_COORDINATOR and the second loses its connection; franz-go's
 // group consumer asks again, joins, consumes and commits.
 func TestGroupFindsCoordinatorAfterRefusals(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin := ta.client(t)
-	ta.createTopic(t, admin, "fc", 1)
+	ta, ctx, admin := controlledAgent(t, "fc")
 	if err := admin.ProduceSync(ctx, recordsTo("fc", 3)...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +55,11 @@ func TestGroupFindsCoordinatorAfterRefusals(t *testing.T) {
 	if fmt.Sprint(got) != "[r0 r1 r2]" {
 		t.Fatalf("consumed %q, want r0 r1 r2", got)
 	}
-	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if n := refused.Load(); n != 2 {
 		t.Fatalf("%d FindCoordinator requests refused, want 2", n)
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
 	}
 	offs, err := kadm.NewClient(admin).FetchOffsets(ctx, "fc-group")
 	if err != nil {
@@ -79,17 +74,8 @@ func TestGroupFindsCoordinatorAfterRefusals(t *testing.T) {
 // the topic says LEADER_NOT_AVAILABLE, as Kafka's does while a new topic's
 // leaders are elected; franz-go asks again and produces.
 func TestProduceWaitsOutLeaderNotAvailable(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin := ta.client(t)
-	ta.createTopic(t, admin, "lna", 1)
-	mreq := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr("lna")
-	mreq.Topics = append(mreq.Topics, mt)
-	real, err := mreq.RequestWith(ctx, admin)
+	ta, ctx, admin := controlledAgent(t, "lna")
+	real, err := metadataReq(false, "lna").RequestWith(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +93,9 @@ func TestProduceWaitsOutLeaderNotAvailable(t *testing.T) {
 		resp.Topics = []kmsg.MetadataResponseTopic{topic}
 		return &resp, nil, true
 	})
-	cl := ta.client(t, kgo.MetadataMinAge(50*time.Millisecond))
-	recs := recordsTo("lna", 2)
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceDense(t, ctx, ta.client(t, kgo.MetadataMinAge(50*time.Millisecond)), "lna", 2)
 	if n := answered.Load(); n != 1 {
 		t.Fatalf("%d Metadata answers said LEADER_NOT_AVAILABLE, want 1", n)
-	}
-	for i, r := range recs {
-		if r.Offset != int64(i) {
-			t.Fatalf("record %d at offset %d, want %d", i, r.Offset, i)
-		}
 	}
 }
 
@@ -128,12 +105,7 @@ func TestProduceWaitsOutLeaderNotAvailable(t *testing.T) {
 // same batch again and the agent answers it as the duplicate it is: each
 // record is stored once, at the offsets the retry reports.
 func TestIdempotentRetryOfStoredProduce(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin := ta.client(t)
-	ta.createTopic(t, admin, "dup", 1)
+	ta, ctx, admin := controlledAgent(t, "dup")
 	fwd := ta.client(t)
 	var timedOut atomic.Int32
 	ta.ControlKey(int16(kmsg.Produce), false, func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -158,18 +130,9 @@ func TestIdempotentRetryOfStoredProduce(t *testing.T) {
 		timedOut.Add(1)
 		return resp, nil, true
 	})
-	cl := ta.client(t)
-	recs := recordsTo("dup", 4)
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceDense(t, ctx, ta.client(t), "dup", 4)
 	if n := timedOut.Load(); n != 1 {
 		t.Fatalf("%d Produce answers lost, want 1", n)
-	}
-	for i, r := range recs {
-		if r.Offset != int64(i) {
-			t.Fatalf("record %d at offset %d, want %d", i, r.Offset, i)
-		}
 	}
 	ends, err := kadm.NewClient(admin).ListEndOffsets(ctx, "dup")
 	if err != nil {
@@ -177,6 +140,33 @@ func TestIdempotentRetryOfStoredProduce(t *testing.T) {
 	}
 	if o, ok := ends.Lookup("dup", 0); !ok || o.Err != nil || o.Offset != 4 {
 		t.Fatalf("end offset %+v (found %v), want 4: the retry was stored again", o, ok)
+	}
+}
+
+// controlledAgent is a test agent with a one-partition topic, a context
+// for the test and a client.
+func controlledAgent(t *testing.T, topic string) (*testAgent, context.Context, *kgo.Client) {
+	t.Parallel()
+	ta := newTestAgent(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	admin := ta.client(t)
+	ta.createTopic(t, admin, topic, 1)
+	return ta, ctx, admin
+}
+
+// produceDense produces n records to topic with cl and fails unless they
+// were stored at offsets 0, 1, …
+func produceDense(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, n int) {
+	t.Helper()
+	recs := recordsTo(topic, n)
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Offset != int64(i) {
+			t.Fatalf("record %d at offset %d, want %d", i, r.Offset, i)
+		}
 	}
 }
 

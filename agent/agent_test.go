@@ -3,11 +3,14 @@ package agent
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -24,6 +27,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The parallel tests mostly wait (for flushes, sessions, leases, long
+	// polls) rather than compute: run four per processor unless
+	// -test.parallel says otherwise.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 	goleak.VerifyTestMain(m,
 		// Started by the SQLite driver and franz-go internals that outlive a test's Close.
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),

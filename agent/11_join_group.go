@@ -40,12 +40,7 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation = -1
 	resp.MemberID = req.MemberID
-	if !a.authorize(r, opRead, resGroup, req.Group) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp, nil
-	}
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
+	if resp.ErrorCode = a.classicGroupCheck(r, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	if err := a.coord.gcfg.CheckSessionTimeout(time.Duration(req.SessionTimeoutMillis) * time.Millisecond); err != nil {

@@ -24,12 +24,7 @@ func init() {
 func (a *Agent) handleHeartbeat(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if !a.authorize(r, opRead, resGroup, req.Group) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp, nil
-	}
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
+	if resp.ErrorCode = a.classicGroupCheck(r, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
@@ -38,4 +33,17 @@ func (a *Agent) handleHeartbeat(ctx context.Context, r *request) (kmsg.Response,
 		resp.ErrorCode = code.Code
 	}
 	return resp, nil
+}
+
+// classicGroupCheck is what the classic group APIs answer before they look
+// for the coordinator: GROUP_AUTHORIZATION_FAILED without READ on the
+// group, then INVALID_GROUP_ID for an empty group id; 0 when both pass.
+func (a *Agent) classicGroupCheck(r *request, groupID string) int16 {
+	if !a.authorize(r, opRead, resGroup, groupID) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	if groupID == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	return 0
 }

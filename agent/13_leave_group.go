@@ -12,7 +12,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
@@ -25,12 +24,7 @@ func init() {
 func (a *Agent) handleLeaveGroup(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if !a.authorize(r, opRead, resGroup, req.Group) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp, nil
-	}
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
+	if resp.ErrorCode = a.classicGroupCheck(r, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {

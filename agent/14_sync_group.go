@@ -33,12 +33,7 @@ func (a *Agent) handleSyncGroup(ctx context.Context, r *request) (kmsg.Response,
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return resp, nil
 	}
-	if !a.authorize(r, opRead, resGroup, req.Group) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp, nil
-	}
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
+	if resp.ErrorCode = a.classicGroupCheck(r, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	sr := group.SyncRequest{

@@ -43,14 +43,8 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 		resp.ErrorMessage = &msg
 		return resp, nil
 	}
-	// READ on the group, DESCRIBE on every topic subscribed by name.
-	if !a.authorize(r, opRead, resGroup, req.Group) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	for _, t := range req.SubscribedTopicNames {
-		if !a.authorize(r, opDescribe, resTopic, t) {
-			return fail(kerr.TopicAuthorizationFailed)
-		}
+	if e := a.memberAccess(r, req.Group, req.SubscribedTopicNames); e != nil {
+		return fail(e)
 	}
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID)
@@ -70,10 +64,7 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 	if err != nil {
 		return fail(kerr.CoordinatorNotAvailable)
 	}
-	counts := make(map[string]int32, len(byName))
-	for n, t := range byName {
-		counts[n] = t.Partitions
-	}
+	counts := partitionCounts(byName)
 	hr := group.HeartbeatRequest{
 		MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, InstanceID: deref(req.InstanceID), RackID: deref(req.RackID),
 		ClientID: r.clientID(), ClientHost: r.c.clientHost(), Assignor: deref(req.ServerAssignor),
@@ -94,28 +85,22 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 			}
 		}
 	}
-	var res group.HeartbeatResult
-	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
+	res, code := a.memberBeat(ctx, req.Group, func(e *groupEntry, now time.Time) group.HeartbeatResult {
 		if e.cg == nil {
 			if !e.g.IsEmpty() || e.sg != nil {
-				res.Err = kerr.GroupIDNotFound.Code // a classic group in use, or a share group
-				return
+				return group.HeartbeatResult{Err: kerr.GroupIDNotFound.Code} // a classic group in use, or a share group
 			}
 			e.cg = group.NewConsumerGroup(e.id, a.coord.ccfg)
 		}
 		cfg := a.coord.consumerConfig(ctx, e, now)
 		e.cg.Configure(cfg)
 		resp.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
-		res = e.cg.Heartbeat(now, hr, counts)
-	}); code != nil {
+		return e.cg.Heartbeat(now, hr, counts)
+	})
+	if code != nil {
 		return fail(code)
 	}
-	if res.Err != 0 {
-		return fail(kerr.TypedErrorForCode(res.Err))
-	}
-	id := res.MemberID
-	resp.MemberID = &id
-	resp.MemberEpoch = res.MemberEpoch
+	resp.MemberID, resp.MemberEpoch = &res.MemberID, res.MemberEpoch
 	if res.Assignment != nil {
 		as := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		as.Topics = assignedTopics(byName, res.Assignment, func(id metadata.TopicID, parts []int32) kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic {
@@ -126,6 +111,41 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 		resp.Assignment = &as
 	}
 	return resp, nil
+}
+
+// memberAccess is what a group heartbeat answers when r may not READ the
+// group or DESCRIBE a topic subscribed by name; nil when it may.
+func (a *Agent) memberAccess(r *request, groupID string, topics []string) *kerr.Error {
+	if !a.authorize(r, opRead, resGroup, groupID) {
+		return kerr.GroupAuthorizationFailed
+	}
+	for _, t := range topics {
+		if !a.authorize(r, opDescribe, resTopic, t) {
+			return kerr.TopicAuthorizationFailed
+		}
+	}
+	return nil
+}
+
+// partitionCounts is the topics' partition counts by name, for the group
+// state machines.
+func partitionCounts(byName map[string]metadata.Topic) map[string]int32 {
+	counts := make(map[string]int32, len(byName))
+	for n, t := range byName {
+		counts[n] = t.Partitions
+	}
+	return counts
+}
+
+// memberBeat runs beat, a member's heartbeat on its group's state machine,
+// under the group's coordinator: the member's state, or what to answer
+// (the coordinator's error, as NOT_COORDINATOR, or the group's).
+func (a *Agent) memberBeat(ctx context.Context, groupID string, beat func(e *groupEntry, now time.Time) group.HeartbeatResult) (group.HeartbeatResult, *kerr.Error) {
+	var res group.HeartbeatResult
+	if code := a.coord.with(ctx, groupID, func(e *groupEntry, now time.Time) { res = beat(e, now) }); code != nil {
+		return res, code
+	}
+	return res, kerr.TypedErrorForCode(res.Err)
 }
 
 // assignedTopics is an assignment by topic name as a heartbeat answer's

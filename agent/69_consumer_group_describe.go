@@ -29,24 +29,14 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 	for _, id := range req.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		rg.ErrorCode, rg.AuthorizedOperations = a.describeGroupAccess(r, id, req.IncludeAuthorizedOperations)
-		if rg.ErrorCode != 0 {
-			resp.Groups = append(resp.Groups, rg)
-			continue
-		}
-		if err != nil {
-			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			resp.Groups = append(resp.Groups, rg)
-			continue
-		}
-		if code := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) {
+		rg.ErrorCode, rg.AuthorizedOperations = a.describeMemberGroup(ctx, r, id, req.IncludeAuthorizedOperations, err, func(e *groupEntry) int16 {
 			switch {
 			case e.cg == nil && !e.exists && e.g.IsEmpty():
 				rg.State = "Dead"
 			case e.cg == nil:
-				rg.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "group " + id + " is not a consumer group"
 				rg.ErrorMessage = &msg
+				return kerr.GroupIDNotFound.Code
 			default:
 				d := e.cg.Describe()
 				rg.State, rg.Epoch, rg.AssignmentEpoch, rg.AssignorName = d.State, d.Epoch, d.AssignmentEpoch, d.Assignor
@@ -72,9 +62,8 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 					rg.Members = append(rg.Members, rm)
 				}
 			}
-		}); code != nil {
-			rg.ErrorCode = code.Code
-		}
+			return 0
+		})
 		if !a.describableAssignments(r, rg.Members) {
 			// As Kafka: the group is not described to a client that may
 			// not DESCRIBE every topic its members are assigned.
@@ -85,6 +74,25 @@ func (a *Agent) handleConsumerGroupDescribe(ctx context.Context, r *request) (km
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// describeMemberGroup answers one group of ConsumerGroupDescribe or
+// ShareGroupDescribe: DESCRIBE on the group (and its authorized operations
+// when asked), the topic view (viewErr: COORDINATOR_NOT_AVAILABLE), then
+// describe under the group's coordinator, which fills in the group and
+// returns its error code.
+func (a *Agent) describeMemberGroup(ctx context.Context, r *request, id string, ops bool, viewErr error,
+	describe func(e *groupEntry) int16) (code int16, authorized int32) {
+	if code, authorized = a.describeGroupAccess(r, id, ops); code != 0 {
+		return code, authorized
+	}
+	if viewErr != nil {
+		return kerr.CoordinatorNotAvailable.Code, authorized
+	}
+	if c := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) { code = describe(e) }); c != nil {
+		return c.Code, authorized
+	}
+	return code, authorized
 }
 
 // describableAssignments reports whether r may DESCRIBE every topic of

@@ -44,14 +44,8 @@ func (a *Agent) handleShareGroupHeartbeat(ctx context.Context, r *request) (kmsg
 	if strings.TrimSpace(req.GroupID) == "" {
 		return fail(kerr.InvalidRequest)
 	}
-	// READ on the group, DESCRIBE on every subscribed topic.
-	if !a.authorize(r, opRead, resGroup, req.GroupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	for _, t := range req.SubscribedTopicNames {
-		if !a.authorize(r, opDescribe, resTopic, t) {
-			return fail(kerr.TopicAuthorizationFailed)
-		}
+	if e := a.memberAccess(r, req.GroupID, req.SubscribedTopicNames); e != nil {
+		return fail(e)
 	}
 	switch {
 	case req.MemberID == "" || len(req.MemberID) > 36, req.MemberEpoch < -1,
@@ -63,34 +57,26 @@ func (a *Agent) handleShareGroupHeartbeat(ctx context.Context, r *request) (kmsg
 	if err != nil {
 		return fail(kerr.CoordinatorNotAvailable)
 	}
-	counts := make(map[string]int32, len(byName))
-	for n, t := range byName {
-		counts[n] = t.Partitions
-	}
+	counts := partitionCounts(byName)
 	hr := group.ShareHeartbeatRequest{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, RackID: deref(req.RackID),
 		ClientID: r.clientID(), ClientHost: r.c.clientHost(), Subscribed: req.SubscribedTopicNames}
-	var res group.HeartbeatResult
-	if code := a.coord.with(ctx, req.GroupID, func(e *groupEntry, now time.Time) {
+	res, code := a.memberBeat(ctx, req.GroupID, func(e *groupEntry, now time.Time) group.HeartbeatResult {
 		if !a.coord.asShareGroup(ctx, e, now) {
-			res.Err = kerr.GroupIDNotFound.Code
-			return
+			return group.HeartbeatResult{Err: kerr.GroupIDNotFound.Code}
 		}
 		cfg := a.coord.shareConfig(a.coord.liveConfigs(ctx, e, now))
 		e.sg.Configure(cfg)
 		resp.HeartbeatIntervalMillis = int32(cfg.HeartbeatInterval / time.Millisecond)
-		res = e.sg.Heartbeat(now, hr, counts)
+		res := e.sg.Heartbeat(now, hr, counts)
 		if res.Err == 0 && req.MemberEpoch == -1 {
 			a.coord.releaseShareMembers(ctx, e.id, []string{req.MemberID})
 		}
-	}); code != nil {
+		return res
+	})
+	if code != nil {
 		return fail(code)
 	}
-	if res.Err != 0 {
-		return fail(kerr.TypedErrorForCode(res.Err))
-	}
-	id := res.MemberID
-	resp.MemberID = &id
-	resp.MemberEpoch = res.MemberEpoch
+	resp.MemberID, resp.MemberEpoch = &res.MemberID, res.MemberEpoch
 	if res.Assignment != nil {
 		as := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		as.TopicPartitions = assignedTopics(byName, res.Assignment, func(id metadata.TopicID, parts []int32) kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition {

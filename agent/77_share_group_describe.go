@@ -7,7 +7,6 @@ package agent
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,27 +26,17 @@ func (a *Agent) handleShareGroupDescribe(ctx context.Context, r *request) (kmsg.
 	for _, id := range req.GroupIDs {
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID = id
-		rg.ErrorCode, rg.AuthorizedOperations = a.describeGroupAccess(r, id, req.IncludeAuthorizedOperations)
-		if rg.ErrorCode != 0 {
-			resp.Groups = append(resp.Groups, rg)
-			continue
-		}
-		if err != nil {
-			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			resp.Groups = append(resp.Groups, rg)
-			continue
-		}
-		if code := a.coord.with(ctx, id, func(e *groupEntry, _ time.Time) {
+		rg.ErrorCode, rg.AuthorizedOperations = a.describeMemberGroup(ctx, r, id, req.IncludeAuthorizedOperations, err, func(e *groupEntry) int16 {
 			switch {
 			case e.sg == nil && e.cg == nil && !e.exists && e.g.IsEmpty():
 				rg.GroupState = "Dead"
-				rg.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "group " + id + " not found"
 				rg.ErrorMessage = &msg
+				return kerr.GroupIDNotFound.Code
 			case e.sg == nil:
-				rg.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "group " + id + " is not a share group"
 				rg.ErrorMessage = &msg
+				return kerr.GroupIDNotFound.Code
 			default:
 				d := e.sg.Describe()
 				rg.GroupState, rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor = d.State, d.Epoch, d.Epoch, group.ShareAssignor
@@ -70,9 +59,8 @@ func (a *Agent) handleShareGroupDescribe(ctx context.Context, r *request) (kmsg.
 					rg.Members = append(rg.Members, rm)
 				}
 			}
-		}); code != nil {
-			rg.ErrorCode = code.Code
-		}
+			return 0
+		})
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

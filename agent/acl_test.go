@@ -232,6 +232,7 @@ func fetchReq(t metadata.Topic, parts ...int32) *kmsg.FetchRequest {
 // TestACLSecurityDisabled: without an authorizer every request is served
 // and the ACL APIs answer SECURITY_DISABLED, as Kafka's do.
 func TestACLSecurityDisabled(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t)
 	c := kmsg.NewCreateACLsRequestCreation()
@@ -295,6 +296,7 @@ func described(resp *kmsg.DescribeACLsResponse) []metadata.ACL {
 // cluster there, creations are checked as Kafka checks them, and deletes
 // return what they removed.
 func TestACLAPIsAcrossAgents(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	c.grant(t, allowAnon(resTopic, "orders", lit, opRead))
@@ -413,6 +415,7 @@ func TestACLAPIsAcrossAgents(t *testing.T) {
 // producers need WRITE on some topic; real clients produce and consume
 // once allowed.
 func TestACLProduceFetch(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	orders, err := c.store.CreateTopic(ctx, "orders", 2, nil)
@@ -493,6 +496,7 @@ func TestACLProduceFetch(t *testing.T) {
 // coordinates need READ (DESCRIBE to fetch) on the group, granted through a;
 // a real group consumer then consumes and commits; a deny stops it again.
 func TestACLGroups(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	if _, err := c.store.CreateTopic(ctx, "orders", 1, nil); err != nil {
@@ -582,6 +586,7 @@ func TestACLGroups(t *testing.T) {
 // before, a real transactional producer commits after, and a deny of the
 // id fences it again.
 func TestACLTransactions(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	if _, err := c.store.CreateTopic(ctx, "orders", 1, nil); err != nil {
@@ -650,6 +655,7 @@ func TestACLTransactions(t *testing.T) {
 // ALTER_CONFIGS); Metadata leaves out topics without DESCRIBE, refuses
 // those named, and refuses auto-creation without CREATE.
 func TestACLTopicAdmin(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	if _, err := c.store.CreateTopic(ctx, "orders", 1, nil); err != nil {
@@ -768,6 +774,7 @@ func TestACLTopicAdmin(t *testing.T) {
 // TestACLSuperUser: a super user is allowed everything a DENY would
 // refuse anyone else; the flag is per agent, the ACLs shared.
 func TestACLSuperUser(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t, func(cfg *Config) { cfg.Authz.SuperUsers = []string{"User:admin", anonymous} })
 	ctx := aclCtx(t)
 	if _, err := c.store.CreateTopic(ctx, "orders", 1, nil); err != nil {
@@ -787,6 +794,7 @@ func TestACLSuperUser(t *testing.T) {
 // authenticated (and User:* every User principal, the anonymous one too)
 // and the client's host; a super user from the flag manages them.
 func TestACLAuthenticatedPrincipals(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t, func(c *Config) { c.Authz = AuthzConfig{Enabled: true, SuperUsers: []string{"User:alice"}} })
 	ctx := aclCtx(t)
 	topics := map[string]metadata.Topic{}
@@ -859,6 +867,7 @@ func TestACLAuthenticatedPrincipals(t *testing.T) {
 // refuses a group whose assignments name a topic the client may not
 // DESCRIBE, as Kafka does.
 func TestACLConsumerGroupKIP848(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	if _, err := c.store.CreateTopic(ctx, "orders", 2, nil); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"floe/agent/internal/authz"
 	"floe/agent/internal/budget"
+	"floe/agent/internal/control"
 	"floe/agent/internal/peercache"
 	"floe/agent/internal/readahead"
 	"floe/agent/internal/sasl"
@@ -108,7 +109,8 @@ type Agent struct {
 
 	lim limits // limit hits, for limitHit's rate-limited log
 	// quotas are the client quotas this agent enforces (quota.go).
-	quotas clientQuotas
+	quotas  clientQuotas
+	control control.Set // tests' control functions (ControlKey)
 
 	connMu     sync.Mutex
 	conns      map[*conn]struct{}

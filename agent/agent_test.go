@@ -3,11 +3,14 @@ package agent
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -24,6 +27,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The parallel tests mostly wait (for flushes, sessions, leases, long
+	// polls) rather than compute: run four per processor unless
+	// -test.parallel says otherwise.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 	goleak.VerifyTestMain(m,
 		// Started by the SQLite driver and franz-go internals that outlive a test's Close.
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
@@ -123,6 +135,7 @@ func (ta *testAgent) createTopic(t testing.TB, cl *kgo.Client, name string, part
 // TestOneFlushIsOnePutAndOneCommit checks the economics: a flush holding 1 or
 // 500 partitions costs exactly one PUT and one metadata transaction.
 func TestOneFlushIsOnePutAndOneCommit(t *testing.T) {
+	t.Parallel()
 	for _, partitions := range []int32{1, 500} {
 		ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = 2 * time.Second })
 		// Linger so every record is buffered before the first request, and
@@ -164,6 +177,7 @@ func TestOneFlushIsOnePutAndOneCommit(t *testing.T) {
 // TestBatcherDirectOneObject drives the batcher itself: batches for 500
 // partitions cut at once make one object, one commit, dense offsets.
 func TestBatcherDirectOneObject(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = time.Hour })
 	ctx := context.Background()
 	topic, err := ta.store.CreateTopic(ctx, "direct", 500, nil)
@@ -235,6 +249,7 @@ func testBatch(t *testing.T, n int) []byte {
 }
 
 func TestProduceFetchRoundTrip(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t, kgo.ConsumeTopics("rt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AllowAutoTopicCreation())
@@ -264,6 +279,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 // version we do not speak gets a v0 body with UNSUPPORTED_VERSION and our
 // ranges, with a v0 response header.
 func TestApiVersionsAboveOurs(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	c, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {

@@ -36,6 +36,7 @@ func (s *slowAnswerStore) CommitObject(ctx context.Context, obj metadata.ObjectC
 // store has queued the previous one's, not once it has returned, and the
 // records still get their offsets in produce order.
 func TestFlushCommitsOverlap(t *testing.T) {
+	t.Parallel()
 	ss := &slowAnswerStore{release: make(chan struct{})}
 	ta := newTestAgentOver(t, nil, func(s metadata.Store) metadata.Store { ss.Store = s; return ss })
 	cl := ta.client(t, kgo.DefaultProduceTopic("overlap"), kgo.ProducerLinger(0))

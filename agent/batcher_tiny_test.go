@@ -6,6 +6,7 @@ import (
 )
 
 func TestTinyWait(t *testing.T) {
+	t.Parallel()
 	const ms = time.Millisecond
 	cases := []struct {
 		name              string

@@ -23,6 +23,7 @@ import (
 // uncounted. Now the frame is charged through the PUT, and the budget is
 // empty once the flush is done.
 func TestAcksZeroFrameHeldUntilStored(t *testing.T) {
+	t.Parallel()
 	bucket := &faulty.Bucket{Bucket: mem.New(), Latency: 300 * time.Millisecond}
 	ta := newTestAgent(t, bucket, func(c *Config) { c.FlushInterval = time.Hour })
 	cl := ta.client(t)
@@ -99,6 +100,7 @@ func TestAcksZeroFrameHeldUntilStored(t *testing.T) {
 // released from the budget but never recycled for another request; after
 // a successful one they are.
 func TestFailedPutSpoilsFrames(t *testing.T) {
+	t.Parallel()
 	var fail atomic.Bool
 	bucket := &faulty.Bucket{Bucket: mem.New(), BeforePut: func(string) error {
 		if fail.Load() {
@@ -144,6 +146,7 @@ func TestFailedPutSpoilsFrames(t *testing.T) {
 }
 
 func TestFlushDelay(t *testing.T) {
+	t.Parallel()
 	iv := 250 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	for _, c := range []struct {

@@ -44,6 +44,7 @@ func (b *checkingBucket) PutChecksummed(ctx context.Context, key string, crc uin
 // several partitions, transaction markers), so the store can refuse bytes
 // that changed after they were validated.
 func TestFlushChecksumFromBatches(t *testing.T) {
+	t.Parallel()
 	bucket := &checkingBucket{Bucket: mem.New()}
 	ta := newTestAgent(t, bucket)
 	ctx := context.Background()

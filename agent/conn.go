@@ -19,6 +19,7 @@ import (
 
 	"floe/agent/internal/authz"
 	"floe/agent/internal/budget"
+	"floe/agent/internal/control"
 	"floe/internal/bufpool"
 	"floe/kafkaproto"
 )
@@ -553,6 +554,12 @@ func (c *conn) unsupported(hdr kafkaproto.RequestHeader) (kmsg.Response, bool) {
 	return nil, true
 }
 
+// ControlKey runs fn on each request of API key key (control.AnyKey:
+// every key) before its handler, for tests, as kfake's ControlKey: fn may
+// answer the request, fail it (the connection closes), delay it or only
+// watch it. A function that handled a request is dropped unless keep.
+func (a *Agent) ControlKey(key int16, keep bool, fn control.Func) { a.control.Key(key, keep, fn) }
+
 func (c *conn) run(r *request, f *inflight) {
 	defer close(f.done)
 	defer func() {
@@ -573,7 +580,10 @@ func (c *conn) run(r *request, f *inflight) {
 	}()
 	start := time.Now()
 	ctx := c.a.ctx
-	resp, err := c.a.handle(ctx, r)
+	resp, err, handled := c.a.control.Try(r.req)
+	if !handled {
+		resp, err = c.a.handle(ctx, r)
+	}
 	if err == nil {
 		c.throttleAnswer(r, resp, time.Since(start)) // client quotas (quota.go)
 	}

@@ -21,6 +21,7 @@ import (
 // (checkReplicaList), with Kafka's codes and words; a topic named twice is
 // INVALID_REQUEST, answered once. Nothing refused changes the topic.
 func TestCreatePartitionsAssignment(t *testing.T) {
+	t.Parallel()
 	a, hs := handlerAgent(t)
 	ctx := context.Background()
 	self := a.liveAgents()[0]

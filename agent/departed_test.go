@@ -19,6 +19,7 @@ import (
 // partition leader and no coordinator is ever that node id; a new agent
 // taking the node id is listed at its own address, once.
 func TestDepartedNodeIDStaysResolvable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agents := twoAgents(t, ctx)
@@ -117,6 +118,7 @@ func TestDepartedNodeIDStaysResolvable(t *testing.T) {
 // TestDepartedBookkeeping: which node ids are listed, where, and for how
 // long.
 func TestDepartedBookkeeping(t *testing.T) {
+	t.Parallel()
 	a := &Agent{id: "self"}
 	self := metadata.Agent{ID: "self", NodeID: 1, Host: "h1", Port: 1, Zone: "z1"}
 	other := metadata.Agent{ID: "other", NodeID: 3, Host: "h3", Port: 3, Zone: "z2"}

@@ -27,6 +27,9 @@
 //     frame waits for budget.
 //   - apis.go: the apis table and the one dispatch switch (handle).
 //   - apis_export.go: APIVersions, for the docs generator.
+//   - internal/control/control.go: package agent/internal/control, tests'
+//     control functions (Agent.ControlKey, as kfake's): answer, fail,
+//     delay or watch the requests of one API.
 //   - 18_api_versions.go: ApiVersions, answered from apis, with the
 //     features of internal/features.
 //   - internal/features/features.go: package agent/internal/features,

@@ -12,6 +12,7 @@ import (
 // rooms name every non-test Go file of the package exactly once, and every Go
 // file doc.go names exists (paths relative to agent/).
 func TestDocMapNamesEveryFile(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)

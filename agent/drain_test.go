@@ -15,6 +15,7 @@ import (
 // coordinated is served by the other agent while it still drains, and it
 // still answers produce requests sent to it until the drain ends.
 func TestCloseDrainsFirst(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const delay = 1500 * time.Millisecond
@@ -159,6 +160,7 @@ func TestCloseDrainsFirst(t *testing.T) {
 // TestLoneAgentClosesWithoutDrainWait: with nobody to hand off to, Close
 // does not wait out DrainDelay, and the agent keeps naming itself.
 func TestLoneAgentClosesWithoutDrainWait(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.DrainDelay = time.Hour })
 	done := make(chan error, 1)
 	go func() { done <- ta.Close(context.Background()) }()

@@ -78,10 +78,17 @@ func groupConfigMillis(v string) (time.Duration, bool) {
 
 // applyGroupConfigs is def with the group's stored configs applied.
 func applyGroupConfigs(def group.ConsumerConfig, configs map[string]string) group.ConsumerConfig {
-	if d, ok := groupConfigMillis(configs[groupSessionTimeoutConfig]); ok {
+	return withTimeouts(def, configs, groupSessionTimeoutConfig, groupHeartbeatIntervalConfig)
+}
+
+// withTimeouts is def with the session timeout and heartbeat interval a
+// group's stored configs set as session and heartbeat (the consumer or
+// the share keys).
+func withTimeouts(def group.ConsumerConfig, configs map[string]string, session, heartbeat string) group.ConsumerConfig {
+	if d, ok := groupConfigMillis(configs[session]); ok {
 		def.SessionTimeout = d
 	}
-	if d, ok := groupConfigMillis(configs[groupHeartbeatIntervalConfig]); ok {
+	if d, ok := groupConfigMillis(configs[heartbeat]); ok {
 		def.HeartbeatInterval = d
 	}
 	return def
@@ -101,29 +108,27 @@ func (c *coordinator) checkGroupConfigs(configs map[string]string) *alterError {
 	if err := c.checkShareGroupConfigs(configs); err != nil {
 		return err
 	}
-	values := map[string]time.Duration{
-		groupSessionTimeoutConfig:    c.ccfg.SessionTimeout,
-		groupHeartbeatIntervalConfig: c.ccfg.HeartbeatInterval,
-	}
-	for _, name := range sortedKeys(configs) {
-		if isShareConfig(name) {
-			continue // checked by checkShareGroupConfigs
+	return c.checkTimeouts(configs, groupSessionTimeoutConfig, groupHeartbeatIntervalConfig, "consumer")
+}
+
+// checkTimeouts holds the session timeout and heartbeat interval a
+// group's configs set as session and heartbeat (the agent's defaults
+// standing in for those unset) to be INTs of at least 1 within the bounds,
+// with Kafka's messages, which name the broker settings of the group kind
+// ("consumer", "share").
+func (c *coordinator) checkTimeouts(configs map[string]string, sessionName, heartbeatName, kind string) *alterError {
+	values := [2]time.Duration{c.ccfg.SessionTimeout, c.ccfg.HeartbeatInterval}
+	for i, name := range [2]string{sessionName, heartbeatName} {
+		v, ok := configs[name]
+		if !ok {
+			continue
 		}
-		v := configs[name]
 		if why := topicconfig.LongBetween(1, math.MaxInt32)(v); why != "" {
 			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, name, why)
 		}
-		values[name], _ = groupConfigMillis(v)
+		values[i], _ = groupConfigMillis(v)
 	}
-	return c.limits.check(values[groupSessionTimeoutConfig], values[groupHeartbeatIntervalConfig],
-		groupSessionTimeoutConfig, groupHeartbeatIntervalConfig, "consumer")
-}
-
-// check holds a group's session timeout and heartbeat interval (set as
-// the configs sessionName and heartbeatName) to the bounds, with Kafka's
-// messages, which name the broker settings of the group kind ("consumer",
-// "share").
-func (l consumerLimits) check(session, heartbeat time.Duration, sessionName, heartbeatName, kind string) *alterError {
+	session, heartbeat, l := values[0], values[1], c.limits
 	switch {
 	case heartbeat < l.minHeartbeat:
 		return alterErr(kerr.InvalidConfig, "%s must be greater than or equal to group.%s.min.heartbeat.interval.ms", heartbeatName, kind)

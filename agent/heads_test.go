@@ -13,6 +13,7 @@ import (
 )
 
 func TestHeadsGet(t *testing.T) {
+	t.Parallel()
 	h := newHeads()
 	now := time.Now()
 	e := metadata.IndexEntry{TopicID: metadata.TopicID{1}, Partition: 2, BaseOffset: 10, EndOffset: 15, ObjectKey: "k"}
@@ -41,6 +42,7 @@ func TestHeadsGet(t *testing.T) {
 // log is answered from the index entries of the agent's own commit, not an
 // index look-up, and gets every record at its offset, in order.
 func TestTailingFetchReadsOwnCommit(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -40,6 +40,7 @@ func (s *lossyStore) CommitObject(ctx context.Context, obj metadata.ObjectCommit
 // store loses the answers of some commits that did land: every record is
 // stored exactly once, at dense offsets, in order.
 func TestIdempotentProducerSurvivesFailures(t *testing.T) {
+	t.Parallel()
 	// Every 7th object fails all its PUT attempts, so its whole flush fails.
 	var puts, failedObjects atomic.Int64
 	var doomed sync.Map

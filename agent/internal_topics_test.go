@@ -17,6 +17,7 @@ import (
 // TestConsumeRegex failed without it: regex consumers skip internal topics
 // by that flag), refuses produces and deletion.
 func TestInternalOffsetsTopic(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,6 +65,7 @@ func TestInternalOffsetsTopic(t *testing.T) {
 // refused with INVALID_REGULAR_EXPRESSION before; franz-go's
 // Test848RegexBrokerResolves needs them).
 func TestKIP848RegexSubscription(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

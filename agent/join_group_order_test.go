@@ -20,6 +20,7 @@ import (
 // default) are checked by any agent before the coordinator is looked for;
 // then the coordinator checks the protocols.
 func TestJoinGroupSessionTimeoutBeforeProtocols(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agents := twoAgents(t, ctx)
@@ -150,6 +151,7 @@ func pinnedClient(t *testing.T, key, version int16, seeds ...string) *kgo.Client
 // coordinator; Kafka answers INCONSISTENT_GROUP_PROTOCOL for the first
 // (KafkaApis, before anything else) and INVALID_GROUP_ID for the second.
 func TestSyncGroupMandatoryFieldsAndGroupID(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -188,6 +190,7 @@ func TestSyncGroupMandatoryFieldsAndGroupID(t *testing.T) {
 // first, on any broker, at every version. A named group still reaches the
 // coordinator.
 func TestHeartbeatLeaveGroupEmptyGroupID(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agents := twoAgents(t, ctx)

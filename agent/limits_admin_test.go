@@ -217,6 +217,7 @@ func errOrNil(e *kerr.Error) error {
 // a count above MaxPartitionsPerTopic is INVALID_PARTITIONS at once, with a
 // message, whether creating or validating, and nothing is written.
 func TestCreateTopicsPartitionsPerTopicLimit(t *testing.T) {
+	t.Parallel()
 	a, hs := handlerAgent(t, func(c *Config) { c.MaxPartitionsPerTopic = 100 })
 	resp := a.mustHandle(t, createTopicsReq(false, 5000, "ok", int32(100), "over", int32(101), "max", int32(1<<31-1))).(*kmsg.CreateTopicsResponse)
 	wantTopicCodes(t, "create", resp, map[string]*kerr.Error{"ok": nil, "over": kerr.InvalidPartitions, "max": kerr.InvalidPartitions},
@@ -250,6 +251,7 @@ func TestCreateTopicsPartitionsPerTopicLimit(t *testing.T) {
 // what the same request created before them; an existing topic is still
 // TOPIC_ALREADY_EXISTS, and validate-only is checked the same way.
 func TestCreateTopicsClusterLimits(t *testing.T) {
+	t.Parallel()
 	a, _ := handlerAgent(t, func(c *Config) { c.MaxTopics, c.MaxPartitions, c.MaxPartitionsPerTopic = 3, 10, 8 })
 	resp := a.mustHandle(t, createTopicsReq(false, 5000, "a", int32(4), "b", int32(4), "c", int32(4))).(*kmsg.CreateTopicsResponse)
 	wantTopicCodes(t, "partitions", resp, map[string]*kerr.Error{"a": nil, "b": nil, "c": kerr.PolicyViolation},
@@ -455,6 +457,7 @@ func TestMetadataAutoCreateRate(t *testing.T) {
 // topics beyond are UNKNOWN_TOPIC_OR_PARTITION, as a Kafka broker answers
 // a topic whose creation the controller refused.
 func TestMetadataAutoCreateClusterLimit(t *testing.T) {
+	t.Parallel()
 	a, hs := handlerAgent(t, func(c *Config) { c.AutoCreateTopics, c.AutoCreateRate, c.MaxTopics = true, 100, 3 })
 	resp := a.mustHandle(t, metadataReq(true, unknownNames("cap", 10)...)).(*kmsg.MetadataResponse)
 	created := 0
@@ -474,6 +477,7 @@ func TestMetadataAutoCreateClusterLimit(t *testing.T) {
 // Metadata request was looked up in the store one by one; past
 // missLookups the cached view answers alone, by name and by id.
 func TestMetadataUnknownTopicsBoundedLookups(t *testing.T) {
+	t.Parallel()
 	ops := &opCounter{}
 	a, hs := handlerAgent(t)
 	hs.hook = ops.hook
@@ -504,6 +508,7 @@ func TestMetadataUnknownTopicsBoundedLookups(t *testing.T) {
 // every partition without a single store call, for OffsetCommit and
 // TxnOffsetCommit alike.
 func TestOffsetCommitOverLimitTouchesNoStore(t *testing.T) {
+	t.Parallel()
 	ops := &opCounter{}
 	a, hs := handlerAgent(t, func(c *Config) { c.MaxOffsetCommitPartitions = 100 })
 	hs.hook = ops.hook
@@ -558,6 +563,7 @@ func TestOffsetCommitOverLimitTouchesNoStore(t *testing.T) {
 // MaxOffsetCommitPartitions partitions, more than one store chunk, is
 // written whole and reads back.
 func TestOffsetCommitAtLimitIsWritten(t *testing.T) {
+	t.Parallel()
 	const n = 2500
 	ta := newTestAgent(t, nil, func(c *Config) { c.MaxOffsetCommitPartitions = n })
 	cl := ta.client(t)

@@ -59,6 +59,7 @@ func produceAndFetch(t *testing.T, ta *testAgent, topic string, n int) {
 // shared request budget at once and leave every other client unanswered for
 // as long as the connection was held.
 func TestFrameClaimDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
 	for _, trickle := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trickle=%v", trickle), func(t *testing.T) {
 			ta := newTestAgent(t, nil)
@@ -102,6 +103,7 @@ func TestFrameClaimDoesNotStallOthers(t *testing.T) {
 // than its size), while a first frame still holds only what has arrived
 // (TestFrameClaimDoesNotStallOthers).
 func TestFrameNoLargerThanSentTakesOneBuffer(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	c, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
@@ -136,6 +138,7 @@ func TestFrameNoLargerThanSentTakesOneBuffer(t *testing.T) {
 // RequestReadTimeout of its first byte closes its connection, and its
 // budget comes back.
 func TestPartialFrameTimesOut(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.RequestReadTimeout = 300 * time.Millisecond })
 	c, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
@@ -189,6 +192,7 @@ func rawRequest(t *testing.T, c net.Conn, req kmsg.Request, resp kmsg.Response) 
 // closed (none within 120 s). Now one idle for ConnectionsMaxIdle is; one
 // waiting for a long-poll answer longer than that is not.
 func TestIdleConnectionClosed(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.ConnectionsMaxIdle = 300 * time.Millisecond })
 	idle, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
@@ -235,6 +239,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 // TestConnectionLimitsHold: 10,000 connections from one address against an
 // agent with a per-address limit; it stays up and answers others.
 func TestConnectionLimitsHold(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.MaxConnectionsPerIP = 50 })
 	flood := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 	var open []net.Conn
@@ -276,6 +281,7 @@ func TestConnectionLimitsHold(t *testing.T) {
 
 // TestMaxConnections: past max.connections new connections are closed.
 func TestMaxConnections(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.MaxConnections = 3 })
 	var open []net.Conn
 	defer func() {
@@ -312,6 +318,7 @@ func TestMaxConnections(t *testing.T) {
 // 576 MB of data). The answer is capped, except that a first batch larger
 // than the cap comes whole (KIP-74), and the fetch budget is returned.
 func TestFetchAnswerCapped(t *testing.T) {
+	t.Parallel()
 	const capBytes = 256 << 10
 	ta := newTestAgent(t, nil, func(c *Config) { c.FetchMaxBytes = capBytes })
 	cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("capped"),
@@ -372,6 +379,7 @@ func TestFetchAnswerCapped(t *testing.T) {
 // fetch budget are all answered, the budget is never overdrawn by more than
 // one answer's first partition, and nothing is left charged afterwards.
 func TestFetchBudgetBoundsAnswers(t *testing.T) {
+	t.Parallel()
 	const budget = 512 << 10
 	ta := newTestAgent(t, nil, func(c *Config) { c.FetchBufferBytes = budget })
 	cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("budget"))

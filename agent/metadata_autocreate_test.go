@@ -33,6 +33,7 @@ func metadataTopicOf(t *testing.T, resp *kmsg.MetadataResponse, name string) kms
 // (DefaultAutoTopicCreationManager), and lists the topic from the next
 // request on. Every version that auto-creates (below v4 always) answers so.
 func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
+	t.Parallel()
 	a, hs := handlerAgent(t, func(c *Config) { c.AutoCreateTopics, c.DefaultPartitions = true, 3 })
 	for _, v := range []int16{1, 3, 4, 9, 12} {
 		name := fmt.Sprintf("auto-v%d", v)
@@ -75,6 +76,7 @@ func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
 // first, then a new topic id, the agent's partition count, and offsets
 // from 0 (nothing of the old topic shows through).
 func TestMetadataAutoCreateAfterDelete(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.DefaultPartitions = 2 })
 	ctx := context.Background()
 	cl := ta.client(t)
@@ -157,6 +159,7 @@ func (s racingStore) CreateTopic(ctx context.Context, name string, partitions in
 // agent created between the look-up and the creation was listed at once;
 // it is LEADER_NOT_AVAILABLE as well (Kafka maps TOPIC_ALREADY_EXISTS so).
 func TestMetadataAutoCreateRaceAnswersLeaderNotAvailable(t *testing.T) {
+	t.Parallel()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ var metadataAgents = []metadata.Agent{{NodeID: 1, Zone: "a"}, {NodeID: 2, Zone: 
 // the client's zone's agents,
 // with that agent as its only replica and in-sync replica.
 func TestMetadataTopicPartitions(t *testing.T) {
+	t.Parallel()
 	a := &Agent{}
 	topic := metadata.Topic{Name: "many", Partitions: 1000}
 	for _, zone := range []string{"", "a", "b", "c"} {

@@ -9,6 +9,7 @@ import (
 // The memory budget gauges carry each configured budget, so a benchmark
 // reading /metrics adds up what the agent was allowed.
 func TestMemoryBudgetGauges(t *testing.T) {
+	t.Parallel()
 	cfg := DevConfig()
 	cfg.BufferBytes, cfg.FetchBufferBytes, cfg.CacheBytes, cfg.ReadAheadBytes = 40<<20, 24<<20, 8<<20, 4<<20
 	budgets := cfg.MemoryBudgets()

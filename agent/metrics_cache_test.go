@@ -11,6 +11,7 @@ import (
 // but never exported, so no dashboard could show a hit rate): a first read
 // of a range misses, a second hits, and the cached bytes are counted.
 func TestReadCacheMetricsExported(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	bucket := mem.New()
 	ta := newTestAgent(t, bucket)

@@ -224,6 +224,7 @@ func peerCounts(t *testing.T, a *Agent) (reads, errs, served, saved float64) {
 // another zone or without an HTTP listener owns none; one that leaves
 // gives its ranges back.
 func TestReadCacheRingFollowsAgents(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	bucket := mem.New()
 	a := newZoneAgent(t, path, bucket)
@@ -296,6 +297,7 @@ func TestReadCacheRingFollowsAgents(t *testing.T) {
 // is read from the bucket exactly once over the three, the others reading
 // it through its owner.
 func TestReadCacheOneGetPerRange(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	bucket := newRangeCounter()
 	agents := []*Agent{newZoneAgent(t, path, bucket), newZoneAgent(t, path, bucket), newZoneAgent(t, path, bucket)}
@@ -334,6 +336,7 @@ func TestReadCacheOneGetPerRange(t *testing.T) {
 // direct GET per range it owns, never a failed fetch; the ranges of the
 // live owner are still read through it.
 func TestReadCacheDeadOwner(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	bucket := newRangeCounter()
 	agents := []*Agent{newZoneAgent(t, path, bucket), newZoneAgent(t, path, bucket), newZoneAgent(t, path, bucket)}
@@ -374,6 +377,7 @@ func TestReadCacheDeadOwner(t *testing.T) {
 // to bad or missing parameters and keys that name no floe object, 404 to
 // an unknown object, and serves a good range byte for byte.
 func TestServeRangeRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	bucket := mem.New()
 	key := storage.NewObjectKey()
 	obj := bytes.Repeat([]byte("0123456789"), 100)
@@ -444,6 +448,7 @@ func TestServeRangeRefusesBadInput(t *testing.T) {
 // it misses itself, and still serves the ranges it owns to an agent that
 // reads through peers (from its cache, with no second GET).
 func TestReadCachePeersOff(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	bucket := newRangeCounter()
 	on := newZoneAgent(t, path, bucket)
@@ -475,6 +480,7 @@ func TestReadCachePeersOff(t *testing.T) {
 // Kafka host with the HTTP listener's port, or AdvertiseHTTPAddr; none
 // without an HTTP listener; a malformed one fails Start.
 func TestAdvertiseHTTPAddr(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	bucket := mem.New()
 	def := newZoneAgent(t, path, bucket)
@@ -516,6 +522,7 @@ func securedZone(c *Config) {
 // their range endpoint serves only requests signed with the cluster's
 // peer secret: unsigned, tampered and stale requests get 401 and no byte.
 func TestReadCacheSecuredAgentsAuthenticate(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	bucket := newRangeCounter()
 	agents := []*Agent{newZoneAgent(t, path, bucket, securedZone), newZoneAgent(t, path, bucket, securedZone)}

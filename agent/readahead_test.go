@@ -151,6 +151,7 @@ func sequentialReaders(t *testing.T, name string, n int) (*aheadBucket, *testAge
 // later objects cached or on their way when its next fetches ask, and
 // every object is read from the bucket once.
 func TestReadAheadServesCatchUp(t *testing.T) {
+	t.Parallel()
 	const n = 40
 	b, ta, topic, cl := sequentialReaders(t, "ahead-catchup", n)
 	gets0, st0 := b.gets.Load(), ta.cache.Stats()
@@ -179,6 +180,7 @@ func TestReadAheadServesCatchUp(t *testing.T) {
 // read-ahead serves both (one plan per partition served only the one
 // furthest ahead, and read on past where it stopped).
 func TestReadAheadTwoConsumersOfAPartition(t *testing.T) {
+	t.Parallel()
 	const n = 60
 	b, ta, topic, cl := sequentialReaders(t, "ahead-two", n)
 	gets0, st0 := b.gets.Load(), ta.cache.Stats()
@@ -217,6 +219,7 @@ func TestReadAheadTwoConsumersOfAPartition(t *testing.T) {
 // them for good: --read-ahead-entries is shared by the partition's
 // streams, so the consumer left was read ahead for less and less).
 func TestReadAheadStoppedConsumerFreesItsBounds(t *testing.T) {
+	t.Parallel()
 	const n = 60
 	_, ta, topic, cl := sequentialReaders(t, "ahead-stopped", n)
 	low, high := int64(0), int64(n/3)
@@ -245,6 +248,7 @@ func TestReadAheadStoppedConsumerFreesItsBounds(t *testing.T) {
 // TestReadAheadNotForTailingConsumer: fetches that reach the high
 // watermark, from the bucket or written through, read nothing ahead.
 func TestReadAheadNotForTailingConsumer(t *testing.T) {
+	t.Parallel()
 	b := &aheadBucket{Bucket: mem.New()}
 	ta := newTestAgent(t, b)
 	topic, _ := produceObjects(t, ta, "ahead-tail", 10)
@@ -278,6 +282,7 @@ func TestReadAheadNotForTailingConsumer(t *testing.T) {
 // fetch reads three ahead and no more, never holding more than the budget
 // in GETs at once, and gives the budget back.
 func TestReadAheadWithinBudget(t *testing.T) {
+	t.Parallel()
 	b := &aheadBucket{Bucket: mem.New(), delay: 30 * time.Millisecond}
 	const budget = 50_000 // three objects of ~16 KB, not four
 	ta := newTestAgent(t, b, func(c *Config) { c.ReadAheadBytes = budget })
@@ -307,6 +312,7 @@ func TestReadAheadWithinBudget(t *testing.T) {
 // TestReadAheadStopsOnClose: read-ahead GETs still running when the agent
 // closes are cancelled, and Close waits for its workers.
 func TestReadAheadStopsOnClose(t *testing.T) {
+	t.Parallel()
 	b := &aheadBucket{Bucket: mem.New()}
 	ta := newTestAgent(t, b, func(c *Config) { c.DrainDelay, c.ReadAheadConcurrency = 0, 4 })
 	topic, entries := produceObjects(t, ta, "ahead-close", 20)

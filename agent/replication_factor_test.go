@@ -19,6 +19,7 @@ import (
 // refused; a manual assignment is checked as Kafka checks it. Checked in
 // Kafka's order: assignment or factor, partition count, placement.
 func TestCreateTopicsReplicationFactor(t *testing.T) {
+	t.Parallel()
 	a, hs := handlerAgent(t)
 	self := a.liveAgents()[0].NodeID
 	type assign = map[int32][]int32
@@ -104,6 +105,7 @@ func TestCreateTopicsReplicationFactor(t *testing.T) {
 // factor is accepted up to the number of live agents, as Kafka accepts one
 // up to its number of brokers; still answered 1.
 func TestCreateTopicsReplicationFactorLiveAgents(t *testing.T) {
+	t.Parallel()
 	a, _ := handlerAgent(t)
 	self := a.liveAgents()[0]
 	self.ID = a.id // the agent was never started: no registered identity

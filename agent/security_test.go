@@ -131,6 +131,7 @@ func roundTrip(t *testing.T, ctx context.Context, opts ...kgo.Opt) error {
 // and refuses wrong ones with SASL_AUTHENTICATION_FAILED, on the SASL
 // listeners in plaintext and over TLS.
 func TestSASLMechanisms(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -187,6 +188,7 @@ func errorsIsCode(err error, code *kerr.Error) bool {
 // exchange only ApiVersions is answered; any other request closes the
 // connection unanswered.
 func TestSASLListenerRefusesRequestsBeforeAuthentication(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	rc := dialRawAddr(t, sa.addr(t, "SASL_PLAINTEXT"))
 	av := kmsg.NewPtrApiVersionsRequest()
@@ -203,6 +205,7 @@ func TestSASLListenerRefusesRequestsBeforeAuthentication(t *testing.T) {
 // TestListenersAdvertiseThemselves: Metadata names the brokers at the
 // address of the listener the client came in on.
 func TestListenersAdvertiseThemselves(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -232,6 +235,7 @@ func TestListenersAdvertiseThemselves(t *testing.T) {
 // TestMutualTLS: on the SSL listener a verified client certificate makes
 // the principal its subject; a certificate from another CA is refused.
 func TestMutualTLS(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t, func(c *Config) { c.Security.ClientAuth = ClientAuthRequired })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -265,6 +269,7 @@ func TestMutualTLS(t *testing.T) {
 // TestTLSCertificateReload: a renewed certificate is served to new
 // connections without a restart.
 func TestTLSCertificateReload(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	serial := func() int64 {
 		t.Helper()
@@ -293,6 +298,7 @@ func TestTLSCertificateReload(t *testing.T) {
 // on its connections and keeps working; a connection that does not is
 // closed at its first request after the session ended.
 func TestReauthentication(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t, func(c *Config) { c.Security.SessionLifetime = time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -335,6 +341,7 @@ func TestReauthentication(t *testing.T) {
 // TestSASLHandshakeV0RawTokens: after a v0 handshake the SASL tokens come
 // bare, without Kafka headers, as old clients send them.
 func TestSASLHandshakeV0RawTokens(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	rc := dialRawAddr(t, sa.addr(t, "SASL_PLAINTEXT"))
 	hs := kmsg.NewPtrSASLHandshakeRequest()
@@ -358,6 +365,7 @@ func TestSASLHandshakeV0RawTokens(t *testing.T) {
 // TestFailedAuthenticationsRateLimited: past the burst of failures from
 // one address, even the right password is refused for a while.
 func TestFailedAuthenticationsRateLimited(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -377,6 +385,7 @@ func TestFailedAuthenticationsRateLimited(t *testing.T) {
 // who can then authenticate, DescribeUserScramCredentials lists it, and
 // both refuse what Kafka refuses.
 func TestUserScramCredentialsAPIs(t *testing.T) {
+	t.Parallel()
 	sa := newSecureAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -469,6 +478,7 @@ func fromLoopback(n int, tlsCfg *tls.Config) kgo.Opt {
 // handlers take a SCRAM user's password (Basic) or an OAUTHBEARER token
 // (Bearer) and refuse the rest with 401; the probes and /metrics stay open.
 func TestHTTPEndpointsTakeKafkaCredentials(t *testing.T) {
+	t.Parallel()
 	var seen []string
 	sa := newSecureAgent(t, func(c *Config) {
 		c.HTTPHandlers = map[string]http.Handler{"/iceberg/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -114,14 +114,7 @@ func checkShareConfig(name, v string) string {
 // shareConfig (the group's configs) is a share group's session timeout
 // and heartbeat interval.
 func (c *coordinator) shareConfig(configs map[string]string) group.ConsumerConfig {
-	cfg := c.ccfg
-	if d, ok := groupConfigMillis(configs[shareSessionTimeoutConfig]); ok {
-		cfg.SessionTimeout = d
-	}
-	if d, ok := groupConfigMillis(configs[shareHeartbeatIntervalConfig]); ok {
-		cfg.HeartbeatInterval = d
-	}
-	return cfg
+	return withTimeouts(c.ccfg, configs, shareSessionTimeoutConfig, shareHeartbeatIntervalConfig)
 }
 
 // shareSettings are what ShareFetch and ShareAcknowledge apply of a
@@ -193,18 +186,5 @@ func (c *coordinator) checkShareGroupConfigs(configs map[string]string) *alterEr
 			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", configs[name], name, why)
 		}
 	}
-	session, heartbeat, l := c.ccfg.SessionTimeout, c.ccfg.HeartbeatInterval, c.limits
-	if v, ok := configs[shareSessionTimeoutConfig]; ok {
-		if why := topicconfig.LongBetween(1, 1<<31-1)(v); why != "" {
-			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, shareSessionTimeoutConfig, why)
-		}
-		session, _ = groupConfigMillis(v)
-	}
-	if v, ok := configs[shareHeartbeatIntervalConfig]; ok {
-		if why := topicconfig.LongBetween(1, 1<<31-1)(v); why != "" {
-			return alterErr(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", v, shareHeartbeatIntervalConfig, why)
-		}
-		heartbeat, _ = groupConfigMillis(v)
-	}
-	return l.check(session, heartbeat, shareSessionTimeoutConfig, shareHeartbeatIntervalConfig, "share")
+	return c.checkTimeouts(configs, shareSessionTimeoutConfig, shareHeartbeatIntervalConfig, "share")
 }

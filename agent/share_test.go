@@ -135,6 +135,7 @@ func acquired(t *testing.T, resp *kmsg.ShareFetchResponse) map[int32][]metadata.
 // acknowledgements of another member's records refused, the start offset
 // over the finished prefix, and ONE share-state transaction per request.
 func TestShareFetchAcquireAndAcknowledge(t *testing.T) {
+	t.Parallel()
 	f := newShareFixture(t)
 	before := f.store.updates.Load()
 	resp := f.fetch(t, "m1", 0, 6, []int32{0, 1}, nil)
@@ -257,6 +258,7 @@ func (f *shareFixture) startOffsets(t *testing.T) map[int32]int64 {
 // TestShareGroupHeartbeatAssigns checks the assignor: every partition to
 // some member, members sharing partitions when they outnumber them.
 func TestShareGroupHeartbeatAssigns(t *testing.T) {
+	t.Parallel()
 	f := newShareFixture(t)
 	beat := func(member string, epoch int32) *kmsg.ShareGroupHeartbeatResponse {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
@@ -334,6 +336,7 @@ func TestShareGroupHeartbeatAssigns(t *testing.T) {
 // TestShareGroupConfigsStored checks the share keys go in and are
 // described as the group's.
 func TestShareGroupConfigsStored(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t)
 	set := map[string]string{"share.auto.offset.reset": "by_duration:P1DT2H", "share.isolation.level": "read_committed",
@@ -362,6 +365,7 @@ func TestShareGroupConfigsStored(t *testing.T) {
 // acquired, those of a committed one are; read_uncommitted acquires the
 // aborted ones too.
 func TestShareFetchReadCommitted(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "tx", 1)
@@ -417,6 +421,7 @@ func TestShareFetchReadCommitted(t *testing.T) {
 // TestShareLeaveReleases checks that a member leaving the group has the
 // records it holds released at once, not when their 30 s locks end.
 func TestShareLeaveReleases(t *testing.T) {
+	t.Parallel()
 	f := newShareFixture(t)
 	hb := func(member string, epoch int32) {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
@@ -444,6 +449,7 @@ func TestShareLeaveReleases(t *testing.T) {
 // TestShareFetchBatchSize checks KIP-1206's batch-optimized mode: the
 // acquired ranges come cut at BatchSize offsets.
 func TestShareFetchBatchSize(t *testing.T) {
+	t.Parallel()
 	f := newShareFixture(t)
 	req := kmsg.NewPtrShareFetchRequest()
 	req.Version = 1
@@ -467,6 +473,7 @@ func TestShareFetchBatchSize(t *testing.T) {
 // are released when the connection that opened its share session closes
 // (a consumer process that died), long before their 30 s locks end.
 func TestShareConnectionCloseReleases(t *testing.T) {
+	t.Parallel()
 	f := newShareFixture(t)
 	holder := *f
 	holder.cl = f.ta.client(t)
@@ -495,6 +502,7 @@ func TestShareConnectionCloseReleases(t *testing.T) {
 
 // TestShareBadInput checks the Kafka errors of malformed share requests.
 func TestShareBadInput(t *testing.T) {
+	t.Parallel()
 	f := newShareFixture(t)
 	ctx := context.Background()
 	long := kmsg.NewPtrShareFetchRequest()
@@ -569,6 +577,7 @@ func TestShareBadInput(t *testing.T) {
 // TestShareACLs checks the share APIs' authorization: READ on the group
 // and READ on each topic, DELETE on the group to delete its offsets.
 func TestShareACLs(t *testing.T) {
+	t.Parallel()
 	c := newACLCluster(t)
 	ctx := aclCtx(t)
 	topic, err := c.store.CreateTopic(ctx, "shared", 1, nil)
@@ -632,6 +641,7 @@ func TestShareACLs(t *testing.T) {
 // TestShareReadLimit checks that a share fetch reads about what its
 // records need once a partition's density is known.
 func TestShareReadLimit(t *testing.T) {
+	t.Parallel()
 	s := newShares(nil)
 	k := metadata.ShareKey{Partition: 3}
 	if got := s.readLimit(k, 500, 1<<20); got != 1<<20 {

@@ -54,6 +54,7 @@ func (s *hangingStore) CreateTopic(ctx context.Context, name string, partitions 
 // with a PUT that never finishes and a store call that never returns in
 // flight; the producer waiting on the PUT gets an error, not silence.
 func TestShutdownBoundedByGrace(t *testing.T) {
+	t.Parallel()
 	bucket := &hangingBucket{Bucket: mem.New()}
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {

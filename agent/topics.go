@@ -143,24 +143,7 @@ func (l *lookups) take() bool {
 // find is get with the store asked on a miss only while budget allows.
 func (tc *topicCache) find(ctx context.Context, name string, budget *lookups) (metadata.Topic, bool, error) {
 	n, _, err := tc.snapshot(ctx)
-	if err != nil {
-		return metadata.Topic{}, false, err
-	}
-	if t, ok := n[name]; ok {
-		return t, true, nil
-	}
-	if !budget.take() {
-		return metadata.Topic{}, false, nil
-	}
-	t, err := tc.store.Topic(ctx, name)
-	if errors.Is(err, metadata.ErrUnknownTopic) {
-		return metadata.Topic{}, false, nil
-	}
-	if err != nil {
-		return metadata.Topic{}, false, err
-	}
-	tc.invalidate()
-	return t, true, nil
+	return lookUp(ctx, tc, n, err, name, budget, tc.store.Topic)
 }
 
 // getID returns a topic by id, asking the store on a miss.
@@ -171,16 +154,17 @@ func (tc *topicCache) getID(ctx context.Context, id metadata.TopicID) (metadata.
 // findID is getID with the store asked on a miss only while budget allows.
 func (tc *topicCache) findID(ctx context.Context, id metadata.TopicID, budget *lookups) (metadata.Topic, bool, error) {
 	_, i, err := tc.snapshot(ctx)
-	if err != nil {
-		return metadata.Topic{}, false, err
+	return lookUp(ctx, tc, i, err, id, budget, tc.store.TopicByID)
+}
+
+// lookUp finds key in view, one of tc's maps as snapshot returned it (with
+// err), and on a miss asks the store (load) while budget allows.
+func lookUp[K comparable](ctx context.Context, tc *topicCache, view map[K]metadata.Topic, err error, key K, budget *lookups,
+	load func(context.Context, K) (metadata.Topic, error)) (metadata.Topic, bool, error) {
+	if t, ok := view[key]; ok || err != nil || !budget.take() {
+		return t, ok, err
 	}
-	if t, ok := i[id]; ok {
-		return t, true, nil
-	}
-	if !budget.take() {
-		return metadata.Topic{}, false, nil
-	}
-	t, err := tc.store.TopicByID(ctx, id)
+	t, err := load(ctx, key)
 	if errors.Is(err, metadata.ErrUnknownTopic) {
 		return metadata.Topic{}, false, nil
 	}

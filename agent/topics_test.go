@@ -32,6 +32,7 @@ func (s *slowTopics) Topics(ctx context.Context) ([]metadata.Topic, error) {
 // the cache's TTL (all-topics Metadata answered without the topic, and
 // kafka-go's writer failed with UNKNOWN_TOPIC_OR_PARTITION).
 func TestTopicCacheInvalidatedWhileLoading(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {

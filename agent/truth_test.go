@@ -22,6 +22,7 @@ import (
 // DescribeConfigs of the broker). The identity was written by the
 // heartbeat and read by handlers without a lock; run with -race.
 func TestReregisterUnderLoad(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil, func(c *Config) { c.HeartbeatInterval = 5 * time.Millisecond })
 	adm := kadm.NewClient(ta.client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -80,6 +81,7 @@ func TestReregisterUnderLoad(t *testing.T) {
 // INVALID_REQUIRED_ACKS per partition, as Kafka answers it; floe took any
 // non-zero acks as acks=all and stored the records.
 func TestInvalidRequiredAcks(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "acks", 1)
@@ -131,6 +133,7 @@ func (s *downStore) Topics(ctx context.Context) ([]metadata.Topic, error) {
 // producers then failed InitProducerId for good (the proof's runs with
 // PostgreSQL down).
 func TestMetadataWhileStoreDown(t *testing.T) {
+	t.Parallel()
 	ds := &downStore{}
 	ta := newTestAgentOver(t, nil, func(s metadata.Store) metadata.Store { ds.Store = s; return ds },
 		func(c *Config) { c.TopicCacheTTL = time.Millisecond })

@@ -17,6 +17,7 @@ import (
 )
 
 func TestMarkerBatch(t *testing.T) {
+	t.Parallel()
 	for _, commit := range []bool{false, true} {
 		b := markerBatch(77, 3, commit, 9, 1234)
 		h, recs, err := kafkaproto.DecodeRecords(b)
@@ -107,6 +108,7 @@ func txnRecords(topic, prefix string, n int) []*kgo.Record {
 // whose first offset ListOffsets reports as the last stable offset;
 // read_uncommitted readers see everything.
 func TestTransactionsReadCommitted(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx := context.Background()
 	admin := ta.client(t)
@@ -166,6 +168,7 @@ func TestTransactionsReadCommitted(t *testing.T) {
 // TestTransactionZombieFenced: a second producer with the same
 // transactional id aborts the first one's open transaction and fences it.
 func TestTransactionZombieFenced(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx := context.Background()
 	admin := ta.client(t)
@@ -208,6 +211,7 @@ func TestTransactionZombieFenced(t *testing.T) {
 // TestTransactionTimeout: a transaction left open past its timeout is
 // aborted by the coordinator, which fences the producer.
 func TestTransactionTimeout(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx := context.Background()
 	admin := ta.client(t)
@@ -259,6 +263,7 @@ func TestTransactionTimeout(t *testing.T) {
 // input record once, and the group's committed offsets (written by EndTxn
 // from TxnOffsetCommit) reach the end of the input.
 func TestGroupTransactSession(t *testing.T) {
+	t.Parallel()
 	ta := newTestAgent(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

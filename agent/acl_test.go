@@ -232,8 +232,7 @@ func fetchReq(t metadata.Topic, parts ...int32) *kmsg.FetchRequest {
 // TestACLSecurityDisabled: without an authorizer every request is served
 // and the ACL APIs answer SECURITY_DISABLED, as Kafka's do.
 func TestACLSecurityDisabled(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	c := kmsg.NewCreateACLsRequestCreation()
 	c.ResourceType, c.ResourceName, c.Principal, c.Host = resTopic, "t", anonymous, "*"

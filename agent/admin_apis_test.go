@@ -37,8 +37,7 @@ func produceTo(t *testing.T, cl *kgo.Client, topic string, partition int32, n in
 // TestDescribeLogDirsSizes: one directory; each partition's size is the
 // bytes of its index rows, empty partitions 0, unknown ones left out.
 func TestDescribeLogDirsSizes(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ta.createTopic(t, cl, "sized", 3)
 	produceTo(t, cl, "sized", 0, 3)
@@ -104,8 +103,7 @@ func TestDescribeLogDirsSizes(t *testing.T) {
 // TestDescribeProducersIdempotentAndTransactional: an idempotent
 // producer's epoch and last sequence; an open transaction's first offset.
 func TestDescribeProducersIdempotentAndTransactional(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "prod", 2)
 	idem := ta.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -165,8 +163,7 @@ func TestDescribeProducersIdempotentAndTransactional(t *testing.T) {
 // TestDescribeTopicPartitionsPages: Kafka's cursor over sorted topics and
 // partitions, and the partitions Metadata reports.
 func TestDescribeTopicPartitionsPages(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	for name, n := range map[string]int32{"pa": 3, "pb": 2, "pc": 1} {
 		ta.createTopic(t, cl, name, n)
@@ -265,8 +262,7 @@ func TestDescribeTopicPartitionsPages(t *testing.T) {
 // TestElectLeadersAndReassignments: a broker without replicas has no
 // election to hold and no reassignment to run.
 func TestElectLeadersAndReassignments(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "el", 2)
 

@@ -55,6 +55,14 @@ func newTestAgent(t testing.TB, bucket storage.Bucket, opts ...func(*Config)) *t
 	return newTestAgentOver(t, bucket, nil, opts...)
 }
 
+// newParallelAgent marks t parallel and starts a test agent as
+// newTestAgent(t, nil, opts...) does.
+func newParallelAgent(t *testing.T, opts ...func(*Config)) *testAgent {
+	t.Helper()
+	t.Parallel()
+	return newTestAgent(t, nil, opts...)
+}
+
 // newTestAgentOver is newTestAgent with the agent's store wrapped by wrap
 // (when not nil) before the agent starts.
 func newTestAgentOver(t testing.TB, bucket storage.Bucket, wrap func(metadata.Store) metadata.Store, opts ...func(*Config)) *testAgent {
@@ -177,8 +185,7 @@ func TestOneFlushIsOnePutAndOneCommit(t *testing.T) {
 // TestBatcherDirectOneObject drives the batcher itself: batches for 500
 // partitions cut at once make one object, one commit, dense offsets.
 func TestBatcherDirectOneObject(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = time.Hour })
+	ta := newParallelAgent(t, func(c *Config) { c.FlushInterval = time.Hour })
 	ctx := context.Background()
 	topic, err := ta.store.CreateTopic(ctx, "direct", 500, nil)
 	if err != nil {
@@ -249,8 +256,7 @@ func testBatch(t *testing.T, n int) []byte {
 }
 
 func TestProduceFetchRoundTrip(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t, kgo.ConsumeTopics("rt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AllowAutoTopicCreation())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -279,8 +285,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 // version we do not speak gets a v0 body with UNSUPPORTED_VERSION and our
 // ranges, with a v0 response header.
 func TestApiVersionsAboveOurs(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	c, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,7 @@ import (
 // no request was queued held it until the Produce was answered, adding a
 // flush interval to every pipelining producer's acknowledgements.
 func TestPipelinedAnswerNotHeldBack(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.FlushInterval = 10 * time.Minute })
+	ta := newParallelAgent(t, func(c *Config) { c.FlushInterval = 10 * time.Minute })
 	const topic = "pipelined"
 	ta.createTopic(t, ta.client(t), topic, 1)
 
@@ -87,8 +86,7 @@ func TestPipelinedAnswerNotHeldBack(t *testing.T) {
 // long-polls, the buffers are back in the pools; requests read and answers
 // written after that still arrive whole.
 func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	const topic = "idle-buffers"
 	ta.createTopic(t, ta.client(t), topic, 1)
 	rf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("idle"))

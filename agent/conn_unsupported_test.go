@@ -124,8 +124,7 @@ func (rc *rawConn) wantClosed(what string) {
 // closes the connection without an answer, so does floe: an api key it
 // does not know, a key only controllers serve, a version above the range.
 func TestUnsupportedRequestsCloseAsKafka(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	for _, tc := range []struct {
 		what         string
 		key, version int16
@@ -157,8 +156,7 @@ func TestUnsupportedRequestsCloseAsKafka(t *testing.T) {
 // advertises, each is answered on the same connection, in order, and the
 // answer parses at that version.
 func TestAdminAPIsAnswered(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	rc := dialRaw(t, ta)
 	corr := int32(100)
 	for _, key := range []kmsg.Key{kmsg.AlterConfigs, kmsg.DescribeLogDirs, kmsg.ElectLeaders, kmsg.IncrementalAlterConfigs,

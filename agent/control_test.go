@@ -146,8 +146,7 @@ func TestIdempotentRetryOfStoredProduce(t *testing.T) {
 // controlledAgent is a test agent with a one-partition topic, a context
 // for the test and a client.
 func controlledAgent(t *testing.T, topic string) (*testAgent, context.Context, *kgo.Client) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	admin := ta.client(t)

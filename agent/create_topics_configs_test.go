@@ -23,8 +23,7 @@ import (
 // kfake.is_internal is refused as Kafka refuses it (its helper then falls
 // back to __consumer_offsets).
 func TestCreateTopicsConfigsCheckedAsAlterConfigs(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "target", 1)
 	ctx := context.Background()

@@ -160,8 +160,7 @@ func TestCloseDrainsFirst(t *testing.T) {
 // TestLoneAgentClosesWithoutDrainWait: with nobody to hand off to, Close
 // does not wait out DrainDelay, and the agent keeps naming itself.
 func TestLoneAgentClosesWithoutDrainWait(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.DrainDelay = time.Hour })
+	ta := newParallelAgent(t, func(c *Config) { c.DrainDelay = time.Hour })
 	done := make(chan error, 1)
 	go func() { done <- ta.Close(context.Background()) }()
 	select {

@@ -18,8 +18,7 @@ import (
 // session", what kafka-go's Client.Fetch sends) used to get
 // FETCH_SESSION_ID_NOT_FOUND and no data.
 func TestFetchSessionIDsAndEpochs(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t, kgo.DefaultProduceTopic("sessions"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ta.createTopic(t, cl, "sessions", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

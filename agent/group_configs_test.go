@@ -46,8 +46,7 @@ func describeGroup(t *testing.T, cl *kgo.Client, group string) map[string]kmsg.D
 // nothing; validate-only stores nothing; the legacy AlterConfigs replaces
 // the group's configs.
 func TestGroupConfigsAlter(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, shortGroupSessions) // sessions 1 s–60 s, heartbeats 1 s–15 s
+	ta := newParallelAgent(t, shortGroupSessions) // sessions 1 s–60 s, heartbeats 1 s–15 s
 	cl := ta.client(t)
 	const g = "cfg-group"
 
@@ -173,8 +172,7 @@ func TestGroupConfigsAlter(t *testing.T) {
 // synonym), else the agent's default with DEFAULT_CONFIG; the broker lists
 // the bounds group configs are checked against.
 func TestGroupConfigsDescribe(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	session, heartbeat := millis(ta.coord.ccfg.SessionTimeout), millis(ta.coord.ccfg.HeartbeatInterval)
 	res := incrementalAlter(t, cl, false, groupResource("described", setOp("consumer.session.timeout.ms", "50000")))
@@ -288,8 +286,7 @@ func waitMemberGone(t *testing.T, ctx context.Context, cl *kgo.Client, group str
 // heartbeat. Set before the member joins, or after (applied from its next
 // heartbeat); a group without configs keeps the agent's session.
 func TestGroupSessionTimeoutConfigTakesEffect(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, shortGroupSessions)
+	ta := newParallelAgent(t, shortGroupSessions)
 	cl := ta.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

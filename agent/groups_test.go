@@ -23,8 +23,7 @@ import (
 // topic, consume every record exactly once between them, and their commits
 // are what OffsetFetch and kadm lag report.
 func TestGroupConsumeAndCommit(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prod := ta.client(t, kgo.DefaultProduceTopic("gt"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -135,8 +134,7 @@ func rawJoin(t *testing.T, ctx context.Context, ta *testAgent, version int16, gr
 // TestJoinGroupVersions: MEMBER_ID_REQUIRED only for v4+ (kafka-go joins
 // at v2 and would loop forever on it); the second v4 join completes.
 func TestJoinGroupVersions(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := rawJoin(t, ctx, ta, 2, "old", "")
@@ -250,8 +248,7 @@ func TestNotCoordinatorAndLease(t *testing.T) {
 // (ServerSideBalancer) share a topic, consume every record once and commit;
 // ConsumerGroupDescribe shows a stable group with disjoint assignments.
 func TestKIP848Group(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prod := ta.client(t, kgo.DefaultProduceTopic("t848"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -351,8 +348,7 @@ func TestKIP848Group(t *testing.T) {
 // several groups at once), ListGroups with a state filter, batched
 // LeaveGroup by instance id, OffsetDelete and DeleteGroups errors.
 func TestGroupAdminAPIs(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := ta.client(t)
@@ -553,8 +549,7 @@ func TestGracefulHandOff(t *testing.T) {
 // TestOffsetsExpireForEmptyGroups: once a group has been empty for the
 // retention period its offsets go; a group with members keeps them.
 func TestOffsetsExpireForEmptyGroups(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := ta.client(t)

@@ -42,8 +42,7 @@ func TestHeadsGet(t *testing.T) {
 // log is answered from the index entries of the agent's own commit, not an
 // index look-up, and gets every record at its offset, in order.
 func TestTailingFetchReadsOwnCommit(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl := ta.client(t, kgo.DefaultProduceTopic("heads"), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))

@@ -17,8 +17,7 @@ import (
 // TestConsumeRegex failed without it: regex consumers skip internal topics
 // by that flag), refuses produces and deletion.
 func TestInternalOffsetsTopic(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := ta.client(t)
@@ -65,8 +64,7 @@ func TestInternalOffsetsTopic(t *testing.T) {
 // refused with INVALID_REGULAR_EXPRESSION before; franz-go's
 // Test848RegexBrokerResolves needs them).
 func TestKIP848RegexSubscription(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(ta.client(t))

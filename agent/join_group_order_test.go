@@ -151,8 +151,7 @@ func pinnedClient(t *testing.T, key, version int16, seeds ...string) *kgo.Client
 // coordinator; Kafka answers INCONSISTENT_GROUP_PROTOCOL for the first
 // (KafkaApis, before anything else) and INVALID_GROUP_ID for the second.
 func TestSyncGroupMandatoryFieldsAndGroupID(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {

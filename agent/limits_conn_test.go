@@ -103,8 +103,7 @@ func TestFrameClaimDoesNotStallOthers(t *testing.T) {
 // than its size), while a first frame still holds only what has arrived
 // (TestFrameClaimDoesNotStallOthers).
 func TestFrameNoLargerThanSentTakesOneBuffer(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	c, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +137,7 @@ func TestFrameNoLargerThanSentTakesOneBuffer(t *testing.T) {
 // RequestReadTimeout of its first byte closes its connection, and its
 // budget comes back.
 func TestPartialFrameTimesOut(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.RequestReadTimeout = 300 * time.Millisecond })
+	ta := newParallelAgent(t, func(c *Config) { c.RequestReadTimeout = 300 * time.Millisecond })
 	c, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -192,8 +190,7 @@ func rawRequest(t *testing.T, c net.Conn, req kmsg.Request, resp kmsg.Response) 
 // closed (none within 120 s). Now one idle for ConnectionsMaxIdle is; one
 // waiting for a long-poll answer longer than that is not.
 func TestIdleConnectionClosed(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.ConnectionsMaxIdle = 300 * time.Millisecond })
+	ta := newParallelAgent(t, func(c *Config) { c.ConnectionsMaxIdle = 300 * time.Millisecond })
 	idle, err := net.Dial("tcp", ta.KafkaAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -239,8 +236,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 // TestConnectionLimitsHold: 10,000 connections from one address against an
 // agent with a per-address limit; it stays up and answers others.
 func TestConnectionLimitsHold(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.MaxConnectionsPerIP = 50 })
+	ta := newParallelAgent(t, func(c *Config) { c.MaxConnectionsPerIP = 50 })
 	flood := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 	var open []net.Conn
 	defer func() {
@@ -281,8 +277,7 @@ func TestConnectionLimitsHold(t *testing.T) {
 
 // TestMaxConnections: past max.connections new connections are closed.
 func TestMaxConnections(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.MaxConnections = 3 })
+	ta := newParallelAgent(t, func(c *Config) { c.MaxConnections = 3 })
 	var open []net.Conn
 	defer func() {
 		for _, c := range open {

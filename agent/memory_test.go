@@ -19,8 +19,7 @@ import (
 // acknowledged record comes back once, in order, with its value; nothing
 // is left charged afterwards.
 func TestSmallBudgetsLoseNoAcknowledgedRecord(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) {
+	ta := newParallelAgent(t, func(c *Config) {
 		c.BufferBytes, c.FetchBufferBytes, c.CacheBytes = 256<<10, 256<<10, 256<<10
 		c.FlushBytes = 64 << 10
 	})

@@ -76,8 +76,7 @@ func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
 // first, then a new topic id, the agent's partition count, and offsets
 // from 0 (nothing of the old topic shows through).
 func TestMetadataAutoCreateAfterDelete(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.DefaultPartitions = 2 })
+	ta := newParallelAgent(t, func(c *Config) { c.DefaultPartitions = 2 })
 	ctx := context.Background()
 	cl := ta.client(t)
 	meta := func(auto bool) kmsg.MetadataResponseTopic {

@@ -84,8 +84,7 @@ func produceMiB(t *testing.T, cl *kgo.Client, topic string, n int) {
 // credit, then the rate); another client id producing beside it is never
 // throttled. Nothing is asserted about how long the run takes.
 func TestQuotaThrottlesProducer(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "quota", 1)
 	const quota = 1 << 20
@@ -135,8 +134,7 @@ func TestQuotaThrottlesProducer(t *testing.T) {
 // fetches by the record bytes it is sent; a consumer with another client
 // id reading the same records is never throttled.
 func TestQuotaThrottlesConsumer(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "quota", 1)
 	const mib = 12
@@ -248,8 +246,7 @@ func TestQuotaSharedByAgents(t *testing.T) {
 // ValidateOnly stores nothing; removals remove; invalid entries are
 // refused with Kafka's codes and stored nothing.
 func TestClientQuotasStored(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
@@ -405,8 +402,7 @@ func kadmValues(vs kadm.ClientQuotaValues) string {
 // client over it is told a throttle time of at most one window (Kafka's
 // bound for request quotas).
 func TestQuotaRequestPercentage(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	admin := ta.client(t)
 	// 0.0001 % is 1 µs of handler time per second: over the ten seconds
 	// the rate is measured over at least, the first request or two pass it.
@@ -430,8 +426,7 @@ func TestQuotaRequestPercentage(t *testing.T) {
 // admits ten connections (1/s over the ten windows the rate is measured
 // over at least), and closes the next after its throttle time, unanswered.
 func TestQuotaConnectionRate(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	admin := ta.client(t)
 	setQuota(t, admin, quotaIP, kmsg.StringPtr("127.0.0.1"), "connection_creation_rate", 1)
 	answered := 0

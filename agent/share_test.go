@@ -336,8 +336,7 @@ func TestShareGroupHeartbeatAssigns(t *testing.T) {
 // TestShareGroupConfigsStored checks the share keys go in and are
 // described as the group's.
 func TestShareGroupConfigsStored(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	set := map[string]string{"share.auto.offset.reset": "by_duration:P1DT2H", "share.isolation.level": "read_committed",
 		"share.record.lock.duration.ms": "2000", "group.share.delivery.count.limit": "3"}
@@ -365,8 +364,7 @@ func TestShareGroupConfigsStored(t *testing.T) {
 // acquired, those of a committed one are; read_uncommitted acquires the
 // aborted ones too.
 func TestShareFetchReadCommitted(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "tx", 1)
 	ctx := context.Background()

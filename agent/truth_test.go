@@ -22,8 +22,7 @@ import (
 // DescribeConfigs of the broker). The identity was written by the
 // heartbeat and read by handlers without a lock; run with -race.
 func TestReregisterUnderLoad(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil, func(c *Config) { c.HeartbeatInterval = 5 * time.Millisecond })
+	ta := newParallelAgent(t, func(c *Config) { c.HeartbeatInterval = 5 * time.Millisecond })
 	adm := kadm.NewClient(ta.client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -81,8 +80,7 @@ func TestReregisterUnderLoad(t *testing.T) {
 // INVALID_REQUIRED_ACKS per partition, as Kafka answers it; floe took any
 // non-zero acks as acks=all and stored the records.
 func TestInvalidRequiredAcks(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "acks", 1)
 	c, err := net.Dial("tcp", ta.KafkaAddr())

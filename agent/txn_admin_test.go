@@ -13,8 +13,7 @@ import (
 // TestTxnRequests drives the transaction coordinator's requests one by one
 // and checks every answer, including the error paths clients rely on.
 func TestTxnRequests(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx := context.Background()
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "t", 2)
@@ -167,8 +166,7 @@ func TestTxnRequests(t *testing.T) {
 // TestTxnNotCoordinator: requests for an id placed on another agent are
 // refused with NOT_COORDINATOR.
 func TestTxnNotCoordinator(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ta.viewMu.Lock()
 	ta.live = append(ta.live, metadata.Agent{ID: "other", NodeID: 99, Host: "127.0.0.1", Port: 1})
 	ta.viewMu.Unlock()

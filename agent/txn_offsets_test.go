@@ -13,8 +13,7 @@ import (
 // open transaction answer UNSTABLE_OFFSET_COMMIT to a RequireStable fetch, and
 // become the committed offsets once the transaction commits.
 func TestOffsetFetchUnstableWhileTxnOpen(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	cl := ta.client(t)
 	ta.createTopic(t, cl, "in", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

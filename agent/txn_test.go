@@ -108,8 +108,7 @@ func txnRecords(topic, prefix string, n int) []*kgo.Record {
 // whose first offset ListOffsets reports as the last stable offset;
 // read_uncommitted readers see everything.
 func TestTransactionsReadCommitted(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx := context.Background()
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "tx", 1)
@@ -168,8 +167,7 @@ func TestTransactionsReadCommitted(t *testing.T) {
 // TestTransactionZombieFenced: a second producer with the same
 // transactional id aborts the first one's open transaction and fences it.
 func TestTransactionZombieFenced(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx := context.Background()
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "zombie", 1)
@@ -211,8 +209,7 @@ func TestTransactionZombieFenced(t *testing.T) {
 // TestTransactionTimeout: a transaction left open past its timeout is
 // aborted by the coordinator, which fences the producer.
 func TestTransactionTimeout(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx := context.Background()
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "slow", 1)
@@ -263,8 +260,7 @@ func TestTransactionTimeout(t *testing.T) {
 // input record once, and the group's committed offsets (written by EndTxn
 // from TxnOffsetCommit) reach the end of the input.
 func TestGroupTransactSession(t *testing.T) {
-	t.Parallel()
-	ta := newTestAgent(t, nil)
+	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := ta.client(t)

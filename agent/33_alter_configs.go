@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
-	"floe/topicconfig"
 )
 
 func init() {
@@ -26,18 +25,16 @@ func init() {
 func (a *Agent) handleAlterConfigs(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	rs := make([]alterRequest, len(req.Resources))
+	sets := make([]kmsg.IncrementalAlterConfigsRequestResource, len(req.Resources))
 	for i, rr := range req.Resources {
-		rs[i] = alterRequest{key: resourceKey{rr.ResourceType, rr.ResourceName}}
+		sets[i].ResourceType, sets[i].ResourceName = rr.ResourceType, rr.ResourceName
 		for _, c := range rr.Configs {
-			rs[i].changes = append(rs[i].changes, topicconfig.Change{Name: c.Name, Op: kmsg.IncrementalAlterConfigOpSet, Value: c.Value})
+			sets[i].Configs = append(sets[i].Configs, kmsg.IncrementalAlterConfigsRequestResourceConfig{
+				Name: c.Name, Op: kmsg.IncrementalAlterConfigOpSet, Value: c.Value})
 		}
 	}
-	for i, err := range a.alterResources(ctx, r, rs, true, req.ValidateOnly) {
-		sr := kmsg.NewAlterConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		sr.ErrorCode, sr.ErrorMessage = err.answer()
-		resp.Resources = append(resp.Resources, sr)
+	for _, sr := range a.alterResources(ctx, r, sets, true, req.ValidateOnly) {
+		resp.Resources = append(resp.Resources, kmsg.AlterConfigsResponseResource(sr))
 	}
 	return resp, nil
 }

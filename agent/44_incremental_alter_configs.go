@@ -88,51 +88,40 @@ type resourceKey struct {
 	name string
 }
 
-// alterRequest is one resource of an AlterConfigs or
-// IncrementalAlterConfigs request.
-type alterRequest struct {
-	key     resourceKey
-	changes []topicconfig.Change
-}
-
 func (a *Agent) handleIncrementalAlterConfigs(ctx context.Context, r *request) (kmsg.Response, error) {
 	req := r.req.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	rs := make([]alterRequest, len(req.Resources))
-	for i, rr := range req.Resources {
-		rs[i] = alterRequest{key: resourceKey{rr.ResourceType, rr.ResourceName}}
-		for _, c := range rr.Configs {
-			rs[i].changes = append(rs[i].changes, topicconfig.Change{Name: c.Name, Op: c.Op, Value: c.Value})
-		}
-	}
-	for i, err := range a.alterResources(ctx, r, rs, false, req.ValidateOnly) {
-		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		sr.ErrorCode, sr.ErrorMessage = err.answer()
-		resp.Resources = append(resp.Resources, sr)
-	}
+	resp.Resources = a.alterResources(ctx, r, req.Resources, false, req.ValidateOnly)
 	return resp, nil
 }
 
-// alterResources answers each resource of a request in order: nil or its
-// error. Resources named more than once are all refused, as Kafka refuses
-// them: "Each resource must appear at most once."
-func (a *Agent) alterResources(ctx context.Context, req *request, rs []alterRequest, replace, validateOnly bool) []*alterError {
+// alterResources answers each resource of an IncrementalAlterConfigs
+// request, or of an AlterConfigs one made its SETs (replace), in order
+// (the two responses' resources are the same struct). Resources named
+// more than once are all refused, as Kafka refuses them: "Each resource
+// must appear at most once."
+func (a *Agent) alterResources(ctx context.Context, req *request, rs []kmsg.IncrementalAlterConfigsRequestResource, replace, validateOnly bool) []kmsg.IncrementalAlterConfigsResponseResource {
 	seen := make(map[resourceKey]int, len(rs))
 	for _, r := range rs {
-		seen[r.key]++
+		seen[resourceKey{r.ResourceType, r.ResourceName}]++
 	}
-	out := make([]*alterError, len(rs))
+	out := make([]kmsg.IncrementalAlterConfigsResponseResource, len(rs))
 	for i, r := range rs {
-		if seen[r.key] > 1 {
-			out[i] = alterErr(kerr.InvalidRequest, "Each resource must appear at most once.")
-			continue
+		var err *alterError
+		if seen[resourceKey{r.ResourceType, r.ResourceName}] > 1 {
+			err = alterErr(kerr.InvalidRequest, "Each resource must appear at most once.")
+		} else if code := a.configAuthz(req, opAlterConfigs, r.ResourceType, r.ResourceName); code != nil {
+			err = alterErr(code, "%s", code.Message)
+		} else {
+			changes := make([]topicconfig.Change, len(r.Configs))
+			for j, c := range r.Configs {
+				changes[j] = topicconfig.Change{Name: c.Name, Op: c.Op, Value: c.Value}
+			}
+			err = a.alterResource(ctx, r.ResourceType, r.ResourceName, changes, replace, validateOnly)
 		}
-		if code := a.configAuthz(req, opAlterConfigs, r.key.typ, r.key.name); code != nil {
-			out[i] = alterErr(code, "%s", code.Message)
-			continue
-		}
-		out[i] = a.alterResource(ctx, r.key.typ, r.key.name, r.changes, replace, validateOnly)
+		out[i] = kmsg.NewIncrementalAlterConfigsResponseResource()
+		out[i].ResourceType, out[i].ResourceName = r.ResourceType, r.ResourceName
+		out[i].ErrorCode, out[i].ErrorMessage = err.answer()
 	}
 	return out
 }

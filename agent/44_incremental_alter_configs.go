@@ -70,10 +70,15 @@ type alterError struct {
 
 func (e *alterError) Error() string { return e.msg }
 
-// answer is a resource's error code and message: none for nil.
+// answer is a resource's error code and message: none for nil, and a
+// null message for an error without one (UNKNOWN_SERVER_ERROR, whose
+// message Kafka withholds: ApiError.fromThrowable).
 func (e *alterError) answer() (int16, *string) {
 	if e == nil {
 		return 0, nil
+	}
+	if e.msg == "" {
+		return e.code.Code, nil
 	}
 	return e.code.Code, &e.msg
 }

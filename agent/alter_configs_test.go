@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strconv"
 	"strings"
@@ -303,6 +304,32 @@ func TestCheckTopicConfig(t *testing.T) {
 	for name := range topicconfig.Defs {
 		if why := topicconfig.Check(name, a.cfg.TopicDefaults.Default(name)); why != "" {
 			t.Errorf("default of %s refused: %s", name, why)
+		}
+	}
+}
+
+// TestAlterConfigsStoreFailure: a store that fails under an alter is
+// UNKNOWN_SERVER_ERROR with a null message in both APIs, as Kafka answers
+// any unexpected error (ApiError.fromThrowable withholds its message).
+func TestAlterConfigsStoreFailure(t *testing.T) {
+	a, hs := handlerAgent(t)
+	if _, err := hs.Store.CreateTopic(context.Background(), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	hs.hook = func(context.Context, string) error { return errors.New("store down") }
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	inc.ValidateOnly = true
+	inc.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic,
+		ResourceName: "t", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("retention.ms", "1000")}}}
+	old := kmsg.NewPtrAlterConfigsRequest()
+	old.ValidateOnly = true
+	old.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}}
+	for _, r := range []kmsg.IncrementalAlterConfigsResponseResource{
+		a.mustHandle(t, inc).(*kmsg.IncrementalAlterConfigsResponse).Resources[0],
+		kmsg.IncrementalAlterConfigsResponseResource(a.mustHandle(t, old).(*kmsg.AlterConfigsResponse).Resources[0]),
+	} {
+		if r.ErrorCode != kerr.UnknownServerError.Code || r.ErrorMessage != nil {
+			t.Errorf("%s answered %v %v, want UNKNOWN_SERVER_ERROR with no message", r.ResourceName, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"floe/agent/internal/authz"
 	"floe/kafkaproto"
 	"floe/metadata"
 )
@@ -45,10 +46,7 @@ func (a *Agent) handleCreateACLs(ctx context.Context, r *request) (kmsg.Response
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
 			continue
 		}
-		acls = append(acls, metadata.ACL{
-			ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: int8(c.ResourcePatternType),
-			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType),
-		})
+		acls = append(acls, authz.NewACL(c.ResourceType, c.ResourceName, c.ResourcePatternType, c.Principal, c.Host, c.Operation, c.PermissionType))
 		valid = append(valid, i)
 	}
 	if len(acls) == 0 {

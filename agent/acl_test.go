@@ -15,16 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"floe/agent/internal/authz"
 	"floe/metadata"
 	"floe/metadata/sqlite"
 	"floe/storage/mem"
 )
-
-// acl builds a stored ACL for the matching tests.
-func acl(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
-	return metadata.ACL{ResourceType: int8(typ), ResourceName: name, PatternType: int8(pattern),
-		Principal: principal, Host: host, Operation: int8(op), Permission: int8(perm)}
-}
 
 const (
 	lit   = kmsg.ACLResourcePatternTypeLiteral
@@ -59,8 +54,8 @@ func newACLCluster(t *testing.T, opts ...func(*Config)) *aclCluster {
 		}
 		if i == 0 {
 			if err := store.CreateACLs(ctx, []metadata.ACL{
-				acl(resCluster, clusterName, lit, anonymous, "*", opAlter, allow),
-				acl(resCluster, clusterName, lit, anonymous, "*", opDescribe, allow),
+				authz.NewACL(resCluster, clusterName, lit, anonymous, "*", opAlter, allow),
+				authz.NewACL(resCluster, clusterName, lit, anonymous, "*", opDescribe, allow),
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -180,11 +175,11 @@ func ownedKey(t *testing.T, a *Agent, prefix string) string {
 
 // allowAnon and denyAnon are ACLs of the anonymous principal from any host.
 func allowAnon(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, op kmsg.ACLOperation) metadata.ACL {
-	return acl(typ, name, pattern, anonymous, "*", op, allow)
+	return authz.NewACL(typ, name, pattern, anonymous, "*", op, allow)
 }
 
 func denyAnon(typ kmsg.ACLResourceType, name string, op kmsg.ACLOperation) metadata.ACL {
-	return acl(typ, name, lit, anonymous, "*", op, deny)
+	return authz.NewACL(typ, name, lit, anonymous, "*", op, deny)
 }
 
 // produceReq is a Produce of one test batch to each of parts of topic.
@@ -284,7 +279,7 @@ func described(resp *kmsg.DescribeACLsResponse) []metadata.ACL {
 	var out []metadata.ACL
 	for _, r := range resp.Resources {
 		for _, x := range r.ACLs {
-			out = append(out, acl(r.ResourceType, r.ResourceName, r.ResourcePatternType, x.Principal, x.Host, x.Operation, x.PermissionType))
+			out = append(out, authz.NewACL(r.ResourceType, r.ResourceName, r.ResourcePatternType, x.Principal, x.Host, x.Operation, x.PermissionType))
 		}
 	}
 	return out
@@ -300,9 +295,9 @@ func TestACLAPIsAcrossAgents(t *testing.T) {
 	ctx := aclCtx(t)
 	c.grant(t, allowAnon(resTopic, "orders", lit, opRead))
 	want := []metadata.ACL{
-		acl(resTopic, "orders", lit, anonymous, "*", opRead, allow),
-		acl(resCluster, clusterName, lit, anonymous, "*", opAlter, allow),
-		acl(resCluster, clusterName, lit, anonymous, "*", opDescribe, allow),
+		authz.NewACL(resTopic, "orders", lit, anonymous, "*", opRead, allow),
+		authz.NewACL(resCluster, clusterName, lit, anonymous, "*", opAlter, allow),
+		authz.NewACL(resCluster, clusterName, lit, anonymous, "*", opDescribe, allow),
 	}
 	dr := on[*kmsg.DescribeACLsResponse](t, c.cb, describeAllReq())
 	if dr.ErrorCode != 0 || !slices.Equal(described(dr), want) {
@@ -389,11 +384,11 @@ func TestACLAPIsAcrossAgents(t *testing.T) {
 	xr := on[*kmsg.DeleteACLsResponse](t, c.cb, &kmsg.DeleteACLsRequest{Filters: []kmsg.DeleteACLsRequestFilter{df}})
 	var gone []metadata.ACL
 	for _, m := range xr.Results[0].MatchingACLs {
-		gone = append(gone, acl(m.ResourceType, m.ResourceName, m.ResourcePatternType, m.Principal, m.Host, m.Operation, m.PermissionType))
+		gone = append(gone, authz.NewACL(m.ResourceType, m.ResourceName, m.ResourcePatternType, m.Principal, m.Host, m.Operation, m.PermissionType))
 	}
 	wantGone := []metadata.ACL{
-		acl(resTopic, "orders", lit, anonymous, "*", opRead, allow),
-		acl(resTopic, "x", lit, anonymous, "*", opRead, allow),
+		authz.NewACL(resTopic, "orders", lit, anonymous, "*", opRead, allow),
+		authz.NewACL(resTopic, "x", lit, anonymous, "*", opRead, allow),
 	}
 	if xr.Results[0].ErrorCode != 0 || !slices.Equal(gone, wantGone) {
 		t.Fatalf("delete on b: %v %v, want %v", kerr.ErrorForCode(xr.Results[0].ErrorCode), gone, wantGone)
@@ -779,8 +774,8 @@ func TestACLSuperUser(t *testing.T) {
 	if _, err := c.store.CreateTopic(ctx, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	c.grant(t, acl(resTopic, "*", lit, "User:*", "*", opAll, deny))
-	c.grant(t, acl(resCluster, clusterName, lit, "User:*", "*", opAll, deny))
+	c.grant(t, authz.NewACL(resTopic, "*", lit, "User:*", "*", opAll, deny))
+	c.grant(t, authz.NewACL(resCluster, clusterName, lit, "User:*", "*", opAll, deny))
 	if err := produceCodes(on[*kmsg.ProduceResponse](t, c.cb, produceReq(t, "orders", 0)), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -817,10 +812,10 @@ func TestACLAuthenticatedPrincipals(t *testing.T) {
 	anonCl := aclClient(t, sa.Agent) // KafkaAddr: the first listener, PLAINTEXT
 	creq := kmsg.NewPtrCreateACLsRequest()
 	for _, x := range []metadata.ACL{
-		acl(resTopic, "orders", lit, "User:bob", "*", opRead, allow),
-		acl(resTopic, "shared", lit, "User:*", "*", opWrite, allow),
-		acl(resTopic, "hosty", lit, "User:bob", "10.9.9.9", opRead, allow),
-		acl(resTopic, "hosty2", lit, "User:bob", "127.0.0.1", opRead, allow),
+		authz.NewACL(resTopic, "orders", lit, "User:bob", "*", opRead, allow),
+		authz.NewACL(resTopic, "shared", lit, "User:*", "*", opWrite, allow),
+		authz.NewACL(resTopic, "hosty", lit, "User:bob", "10.9.9.9", opRead, allow),
+		authz.NewACL(resTopic, "hosty2", lit, "User:bob", "127.0.0.1", opRead, allow),
 	} {
 		cr := kmsg.NewCreateACLsRequestCreation()
 		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceType(x.ResourceType), x.ResourceName, kmsg.ACLResourcePatternType(x.PatternType)

@@ -304,6 +304,13 @@ func hostMatches(aclHost, host string) bool {
 	return aclHost == metadata.ACLWildcard || aclHost == host
 }
 
+// NewACL is the stored form of an ACL given in Kafka's types (a
+// CreateAcls creation).
+func NewACL(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
+	return metadata.ACL{ResourceType: int8(typ), ResourceName: name, PatternType: int8(pattern),
+		Principal: principal, Host: host, Operation: int8(op), Permission: int8(perm)}
+}
+
 // principalWildcard is "Type:*" for a "Type:name" principal.
 func principalWildcard(p string) string {
 	if i := strings.IndexByte(p, ':'); i >= 0 {

@@ -9,12 +9,6 @@ import (
 	"floe/metadata"
 )
 
-// acl builds a stored ACL for the matching tests.
-func acl(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
-	return metadata.ACL{ResourceType: int8(typ), ResourceName: name, PatternType: int8(pattern),
-		Principal: principal, Host: host, Operation: int8(op), Permission: int8(perm)}
-}
-
 const (
 	resTopic    = kmsg.ACLResourceTypeTopic
 	resGroup    = kmsg.ACLResourceTypeGroup
@@ -45,77 +39,77 @@ func TestACLDecide(t *testing.T) {
 	}{
 		{"no acls: denied", nil, alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
 		{"no acls, allow everyone", nil, alice, "10.0.0.1", opRead, resTopic, "orders", true, true},
-		{"literal allow", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opRead, allow)},
+		{"literal allow", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, true},
-		{"literal allow of another name", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opRead, allow)},
+		{"literal allow of another name", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders2", false, false},
-		{"another name's acl is no acl for this one", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opRead, allow)},
+		{"another name's acl is no acl for this one", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders2", true, true},
-		{"acl of another principal: resource found, denied", []metadata.ACL{acl(resTopic, "orders", lit, bob, "*", opRead, allow)},
+		{"acl of another principal: resource found, denied", []metadata.ACL{NewACL(resTopic, "orders", lit, bob, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", true, false},
-		{"other operation not allowed", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opRead, allow)},
+		{"other operation not allowed", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opWrite, resTopic, "orders", false, false},
-		{"wildcard resource", []metadata.ACL{acl(resTopic, "*", lit, alice, "*", opWrite, allow)},
+		{"wildcard resource", []metadata.ACL{NewACL(resTopic, "*", lit, alice, "*", opWrite, allow)},
 			alice, "10.0.0.1", opWrite, resTopic, "anything", false, true},
-		{"prefixed", []metadata.ACL{acl(resTopic, "ord", pre, alice, "*", opRead, allow)},
+		{"prefixed", []metadata.ACL{NewACL(resTopic, "ord", pre, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, true},
-		{"prefixed not a prefix", []metadata.ACL{acl(resTopic, "ord", pre, alice, "*", opRead, allow)},
+		{"prefixed not a prefix", []metadata.ACL{NewACL(resTopic, "ord", pre, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "or", false, false},
-		{"prefixed is not a wildcard literal", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opRead, allow)},
+		{"prefixed is not a wildcard literal", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "ord", false, false},
-		{"principal wildcard", []metadata.ACL{acl(resTopic, "orders", lit, "User:*", "*", opRead, allow)},
+		{"principal wildcard", []metadata.ACL{NewACL(resTopic, "orders", lit, "User:*", "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, true},
-		{"principal wildcard of another type", []metadata.ACL{acl(resTopic, "orders", lit, "Group:*", "*", opRead, allow)},
+		{"principal wildcard of another type", []metadata.ACL{NewACL(resTopic, "orders", lit, "Group:*", "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
-		{"host exact", []metadata.ACL{acl(resTopic, "orders", lit, alice, "10.0.0.1", opRead, allow)},
+		{"host exact", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "10.0.0.1", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, true},
-		{"host other", []metadata.ACL{acl(resTopic, "orders", lit, alice, "10.0.0.2", opRead, allow)},
+		{"host other", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "10.0.0.2", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
 		{"deny wins over allow", []metadata.ACL{
-			acl(resTopic, "ord", pre, alice, "*", opRead, allow),
-			acl(resTopic, "orders", lit, alice, "*", opRead, deny),
+			NewACL(resTopic, "ord", pre, alice, "*", opRead, allow),
+			NewACL(resTopic, "orders", lit, alice, "*", opRead, deny),
 		}, alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
 		{"wildcard deny wins over literal allow", []metadata.ACL{
-			acl(resTopic, "orders", lit, alice, "*", opAll, allow),
-			acl(resTopic, "*", lit, "User:*", "*", opWrite, deny),
+			NewACL(resTopic, "orders", lit, alice, "*", opAll, allow),
+			NewACL(resTopic, "*", lit, "User:*", "*", opWrite, deny),
 		}, alice, "10.0.0.1", opWrite, resTopic, "orders", false, false},
 		{"deny from one host only", []metadata.ACL{
-			acl(resTopic, "orders", lit, alice, "*", opRead, allow),
-			acl(resTopic, "orders", lit, alice, "10.0.0.9", opRead, deny),
+			NewACL(resTopic, "orders", lit, alice, "*", opRead, allow),
+			NewACL(resTopic, "orders", lit, alice, "10.0.0.9", opRead, deny),
 		}, alice, "10.0.0.1", opRead, resTopic, "orders", false, true},
 		{"deny all denies read", []metadata.ACL{
-			acl(resTopic, "orders", lit, alice, "*", opRead, allow),
-			acl(resTopic, "orders", lit, alice, "*", opAll, deny),
+			NewACL(resTopic, "orders", lit, alice, "*", opRead, allow),
+			NewACL(resTopic, "orders", lit, alice, "*", opAll, deny),
 		}, alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
 		{"deny of another operation", []metadata.ACL{
-			acl(resTopic, "orders", lit, alice, "*", opRead, allow),
-			acl(resTopic, "orders", lit, alice, "*", opWrite, deny),
+			NewACL(resTopic, "orders", lit, alice, "*", opRead, allow),
+			NewACL(resTopic, "orders", lit, alice, "*", opWrite, deny),
 		}, alice, "10.0.0.1", opRead, resTopic, "orders", false, true},
 		{"deny read does not deny describe", []metadata.ACL{
-			acl(resTopic, "orders", lit, alice, "*", opDescribe, allow),
-			acl(resTopic, "orders", lit, alice, "*", opRead, deny),
+			NewACL(resTopic, "orders", lit, alice, "*", opDescribe, allow),
+			NewACL(resTopic, "orders", lit, alice, "*", opRead, deny),
 		}, alice, "10.0.0.1", opDescribe, resTopic, "orders", false, true},
-		{"read implies describe", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opRead, allow)},
+		{"read implies describe", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opDescribe, resTopic, "orders", false, true},
-		{"write implies describe", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opWrite, allow)},
+		{"write implies describe", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opWrite, allow)},
 			alice, "10.0.0.1", opDescribe, resTopic, "orders", false, true},
-		{"delete implies describe", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opDelete, allow)},
+		{"delete implies describe", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opDelete, allow)},
 			alice, "10.0.0.1", opDescribe, resTopic, "orders", false, true},
-		{"alter implies describe", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opAlter, allow)},
+		{"alter implies describe", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opAlter, allow)},
 			alice, "10.0.0.1", opDescribe, resTopic, "orders", false, true},
-		{"describe implies nothing", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opDescribe, allow)},
+		{"describe implies nothing", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opDescribe, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
-		{"alter_configs implies describe_configs", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opAlterConfigs, allow)},
+		{"alter_configs implies describe_configs", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opAlterConfigs, allow)},
 			alice, "10.0.0.1", opDescribeConfigs, resTopic, "orders", false, true},
-		{"alter_configs does not imply describe", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opAlterConfigs, allow)},
+		{"alter_configs does not imply describe", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opAlterConfigs, allow)},
 			alice, "10.0.0.1", opDescribe, resTopic, "orders", false, false},
-		{"all implies write", []metadata.ACL{acl(resTopic, "orders", lit, alice, "*", opAll, allow)},
+		{"all implies write", []metadata.ACL{NewACL(resTopic, "orders", lit, alice, "*", opAll, allow)},
 			alice, "10.0.0.1", opWrite, resTopic, "orders", false, true},
-		{"resource types apart", []metadata.ACL{acl(resGroup, "orders", lit, alice, "*", opRead, allow)},
+		{"resource types apart", []metadata.ACL{NewACL(resGroup, "orders", lit, alice, "*", opRead, allow)},
 			alice, "10.0.0.1", opRead, resTopic, "orders", false, false},
-		{"cluster", []metadata.ACL{acl(resCluster, clusterName, lit, alice, "*", opAlter, allow)},
+		{"cluster", []metadata.ACL{NewACL(resCluster, clusterName, lit, alice, "*", opAlter, allow)},
 			alice, "10.0.0.1", opAlter, resCluster, clusterName, false, true},
-		{"transactional id prefixed", []metadata.ACL{acl(resTxnID, "app-", pre, alice, "*", opWrite, allow)},
+		{"transactional id prefixed", []metadata.ACL{NewACL(resTxnID, "app-", pre, alice, "*", opWrite, allow)},
 			alice, "10.0.0.1", opWrite, resTxnID, "app-1", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,27 +131,27 @@ func TestACLAllowedAny(t *testing.T) {
 		want bool
 	}{
 		{"none", nil, false},
-		{"literal allow", []metadata.ACL{acl(resTopic, "t", lit, anon, "*", opWrite, allow)}, true},
-		{"all allow", []metadata.ACL{acl(resTopic, "t", lit, anon, "*", opAll, allow)}, true},
-		{"read is not write", []metadata.ACL{acl(resTopic, "t", lit, anon, "*", opRead, allow)}, false},
-		{"someone else's", []metadata.ACL{acl(resTopic, "t", lit, "User:bob", "*", opWrite, allow)}, false},
-		{"other host", []metadata.ACL{acl(resTopic, "t", lit, anon, "10.9.9.9", opWrite, allow)}, false},
-		{"group is not topic", []metadata.ACL{acl(resGroup, "t", lit, anon, "*", opWrite, allow)}, false},
+		{"literal allow", []metadata.ACL{NewACL(resTopic, "t", lit, anon, "*", opWrite, allow)}, true},
+		{"all allow", []metadata.ACL{NewACL(resTopic, "t", lit, anon, "*", opAll, allow)}, true},
+		{"read is not write", []metadata.ACL{NewACL(resTopic, "t", lit, anon, "*", opRead, allow)}, false},
+		{"someone else's", []metadata.ACL{NewACL(resTopic, "t", lit, "User:bob", "*", opWrite, allow)}, false},
+		{"other host", []metadata.ACL{NewACL(resTopic, "t", lit, anon, "10.9.9.9", opWrite, allow)}, false},
+		{"group is not topic", []metadata.ACL{NewACL(resGroup, "t", lit, anon, "*", opWrite, allow)}, false},
 		{"denied same literal", []metadata.ACL{
-			acl(resTopic, "t", lit, anon, "*", opWrite, allow), acl(resTopic, "t", lit, anon, "*", opWrite, deny),
+			NewACL(resTopic, "t", lit, anon, "*", opWrite, allow), NewACL(resTopic, "t", lit, anon, "*", opWrite, deny),
 		}, false},
 		{"denied by a wider prefix", []metadata.ACL{
-			acl(resTopic, "team-a", pre, anon, "*", opWrite, allow), acl(resTopic, "team", pre, anon, "*", opWrite, deny),
+			NewACL(resTopic, "team-a", pre, anon, "*", opWrite, allow), NewACL(resTopic, "team", pre, anon, "*", opWrite, deny),
 		}, false},
 		{"a narrower deny leaves the prefix", []metadata.ACL{
-			acl(resTopic, "team", pre, anon, "*", opWrite, allow), acl(resTopic, "team-a", pre, anon, "*", opWrite, deny),
+			NewACL(resTopic, "team", pre, anon, "*", opWrite, allow), NewACL(resTopic, "team-a", pre, anon, "*", opWrite, deny),
 		}, true},
 		{"wildcard deny", []metadata.ACL{
-			acl(resTopic, "t", lit, anon, "*", opWrite, allow), acl(resTopic, "*", lit, anon, "*", opWrite, deny),
+			NewACL(resTopic, "t", lit, anon, "*", opWrite, allow), NewACL(resTopic, "*", lit, anon, "*", opWrite, deny),
 		}, false},
 		{"one of two survives", []metadata.ACL{
-			acl(resTopic, "a", lit, anon, "*", opWrite, allow), acl(resTopic, "b", lit, anon, "*", opWrite, allow),
-			acl(resTopic, "a", lit, anon, "*", opWrite, deny),
+			NewACL(resTopic, "a", lit, anon, "*", opWrite, allow), NewACL(resTopic, "b", lit, anon, "*", opWrite, allow),
+			NewACL(resTopic, "a", lit, anon, "*", opWrite, deny),
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,7 +174,7 @@ func TestACLAllowedAny(t *testing.T) {
 func TestACLConnCache(t *testing.T) {
 	z := New(Config{Enabled: true}, nil, slog.New(slog.DiscardHandler))
 	var c Cache
-	grant := newSnapshot(1, []metadata.ACL{acl(resTopic, "t", lit, anonymous, "*", opRead, allow)})
+	grant := newSnapshot(1, []metadata.ACL{NewACL(resTopic, "t", lit, anonymous, "*", opRead, allow)})
 	z.snap.Store(grant)
 	if !z.Allowed(&c, anonymous, "127.0.0.1", opRead, resTopic, "t") {
 		t.Fatal("refused with a grant")

@@ -26,55 +26,20 @@ func TestGroupConsumeAndCommit(t *testing.T) {
 	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	prod := ta.client(t, kgo.DefaultProduceTopic("gt"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	adm := kadm.NewClient(prod)
-	if _, err := adm.CreateTopic(ctx, 4, 1, nil, "gt"); err != nil {
-		t.Fatal(err)
-	}
 	const n = 400
-	for i := range n {
-		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var (
-		mu   sync.Mutex
-		seen = map[string]int{}
-	)
-	consume := func(name string) {
-		cl := ta.client(t, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("gt"), kgo.ClientID(name),
-			kgo.FetchMaxWait(100*time.Millisecond), kgo.DisableAutoCommit())
-		for {
-			mu.Lock()
-			done := len(seen) == n
-			mu.Unlock()
-			if done || ctx.Err() != nil {
-				break
-			}
-			pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			fs := cl.PollFetches(pctx)
-			pcancel()
-			fs.EachRecord(func(r *kgo.Record) {
-				mu.Lock()
-				seen[string(r.Value)]++
-				mu.Unlock()
-			})
-			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s commit: %v", name, err)
-			}
-		}
-		cl.Close()
-	}
-	var wg sync.WaitGroup
-	start := time.Now()
+	adm := kadm.NewClient(produceNumbered(t, ctx, ta, "gt", 4, n))
+	var clients []*kgo.Client
 	for _, name := range []string{"c1", "c2"} {
-		wg.Add(1)
-		go func() { defer wg.Done(); consume(name) }()
+		clients = append(clients, ta.client(t, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("gt"), kgo.ClientID(name),
+			kgo.FetchMaxWait(100*time.Millisecond), kgo.DisableAutoCommit()))
 	}
-	wg.Wait()
+	start := time.Now()
+	if seen := consumeDistinct(ctx, n, t.Errorf, clients...); seen != n {
+		t.Fatalf("consumed %d distinct records, want %d", seen, n)
+	}
 	t.Logf("consumed after %v", time.Since(start))
-	if len(seen) != n {
-		t.Fatalf("consumed %d distinct records, want %d", len(seen), n)
+	for _, cl := range clients {
+		cl.Close() // leaves the group
 	}
 	lag, err := adm.Lag(ctx, "g1")
 	if err != nil {
@@ -106,6 +71,59 @@ func TestGroupConsumeAndCommit(t *testing.T) {
 	if len(offs) != 0 {
 		t.Fatalf("offsets after delete: %+v", offs)
 	}
+}
+
+// produceNumbered creates topic with partitions and produces the values
+// "0" to n-1 to it, round robin, through the client it returns.
+func produceNumbered(t *testing.T, ctx context.Context, ta *testAgent, topic string, partitions int32, n int) *kgo.Client {
+	t.Helper()
+	prod := ta.client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if _, err := kadm.NewClient(prod).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return prod
+}
+
+// consumeDistinct polls the group members clients, each in a goroutine of
+// its own and committing after every poll (a failed commit told to
+// commitErr), until they have seen n distinct values between them or ctx
+// ends. It returns how many distinct values they saw.
+func consumeDistinct(ctx context.Context, n int, commitErr func(string, ...any), clients ...*kgo.Client) int {
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+		wg   sync.WaitGroup
+	)
+	for _, cl := range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				mu.Lock()
+				done := len(seen) == n
+				mu.Unlock()
+				if done {
+					return
+				}
+				pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				fs := cl.PollFetches(pctx)
+				pcancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Value)] = true
+					mu.Unlock()
+				})
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+					commitErr("commit: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return len(seen)
 }
 
 // rawJoin sends one JoinGroup at a version.
@@ -251,55 +269,16 @@ func TestKIP848Group(t *testing.T) {
 	ta := newParallelAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	prod := ta.client(t, kgo.DefaultProduceTopic("t848"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	adm := kadm.NewClient(prod)
-	if _, err := adm.CreateTopic(ctx, 4, 1, nil, "t848"); err != nil {
-		t.Fatal(err)
-	}
 	const n = 200
-	for i := range n {
-		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var (
-		mu   sync.Mutex
-		seen = map[string]int{}
-	)
+	prod := produceNumbered(t, ctx, ta, "t848", 4, n)
+	adm := kadm.NewClient(prod)
 	var clients []*kgo.Client
 	for i := range 2 {
 		clients = append(clients, ta.client(t, kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("t848"), kgo.ServerSideBalancer(),
 			kgo.ClientID(fmt.Sprintf("c%d", i)), kgo.FetchMaxWait(100*time.Millisecond), kgo.DisableAutoCommit()))
 	}
-	var wg sync.WaitGroup
-	for _, cl := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				mu.Lock()
-				done := len(seen) == n
-				mu.Unlock()
-				if done {
-					return
-				}
-				pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-				fs := cl.PollFetches(pctx)
-				pcancel()
-				fs.EachRecord(func(r *kgo.Record) {
-					mu.Lock()
-					seen[string(r.Value)]++
-					mu.Unlock()
-				})
-				if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-					t.Logf("commit: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if len(seen) != n {
-		t.Fatalf("consumed %d distinct, want %d", len(seen), n)
+	if seen := consumeDistinct(ctx, n, t.Logf, clients...); seen != n {
+		t.Fatalf("consumed %d distinct, want %d", seen, n)
 	}
 	// Both members stay in: the group settles with disjoint assignments.
 	var d *kmsg.ConsumerGroupDescribeResponseGroup
@@ -411,13 +390,9 @@ func TestGroupAdminAPIs(t *testing.T) {
 	}
 
 	// A static member in group gs; ListGroups filters by state.
-	join := kmsg.NewPtrJoinGroupRequest()
 	iid := "inst"
-	join.Group, join.InstanceID, join.ProtocolType = "gs", &iid, "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
-	jp := kmsg.NewJoinGroupRequestProtocol()
-	jp.Name = "range"
-	join.Protocols = append(join.Protocols, jp)
+	join := joinReq("gs")
+	join.InstanceID = &iid
 	jr, err := join.RequestWith(ctx, cl)
 	if err != nil || jr.ErrorCode != 0 {
 		t.Fatalf("static join = %+v, %v", jr, err)
@@ -497,13 +472,7 @@ func TestGracefulHandOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jcl.Close()
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType = g, "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
-	jp := kmsg.NewJoinGroupRequestProtocol()
-	jp.Name = "range"
-	join.Protocols = append(join.Protocols, jp)
-	jr, err := join.RequestWith(ctx, jcl)
+	jr, err := joinReq(g).RequestWith(ctx, jcl)
 	if err != nil || jr.ErrorCode != 0 {
 		t.Fatalf("join = %+v, %v", jr, err)
 	}

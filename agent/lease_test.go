@@ -98,6 +98,8 @@ func directClient(t *testing.T, a *Agent) (*kgo.Client, *kgo.Broker) {
 	return cl, cl.Broker(int(a.NodeID()))
 }
 
+// joinReq is a classic consumer JoinGroup of group g: the range
+// protocol, 30 s session and rebalance timeouts.
 func joinReq(g string) *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.ProtocolType = g, "consumer"

@@ -33,36 +33,55 @@ func (a *Agent) handleCreateACLs(ctx context.Context, r *request) (kmsg.Response
 	req := r.req.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	if code, msg := a.aclChangeRefused(r); code != nil {
-		for i := range resp.Results {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code.Code, &msg
-		}
-		return resp, nil
-	}
 	var acls []metadata.ACL
-	var valid []int
-	for i, c := range req.Creations {
-		if msg := checkNewACL(c); msg != "" {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
-			continue
+	a.changeACLs(ctx, r, "create", len(req.Creations), func(i int, code int16, msg *string) {
+		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
+	}, func(i int) string {
+		c := req.Creations[i]
+		msg := checkNewACL(c)
+		if msg == "" {
+			acls = append(acls, authz.NewACL(c.ResourceType, c.ResourceName, c.ResourcePatternType, c.Principal, c.Host, c.Operation, c.PermissionType))
 		}
-		acls = append(acls, authz.NewACL(c.ResourceType, c.ResourceName, c.ResourcePatternType, c.Principal, c.Host, c.Operation, c.PermissionType))
-		valid = append(valid, i)
+		return msg
+	}, func(ctx context.Context, _ []int) error { return a.store.CreateACLs(ctx, acls) })
+	return resp, nil
+}
+
+// changeACLs runs CreateAcls' or DeleteAcls' change of n items (creations,
+// filters), each answered through answer: all refused as aclChangeRefused
+// says, else an item refusal names is INVALID_REQUEST with its message,
+// and change stores the valid ones in one store transaction (all
+// UNKNOWN_SERVER_ERROR should it fail), after which this agent reloads
+// its ACLs.
+func (a *Agent) changeACLs(ctx context.Context, r *request, what string, n int, answer func(i int, code int16, msg *string),
+	refusal func(i int) string, change func(ctx context.Context, valid []int) error) {
+	if code, msg := a.aclChangeRefused(r); code != nil {
+		for i := range n {
+			answer(i, code.Code, &msg)
+		}
+		return
 	}
-	if len(acls) == 0 {
-		return resp, nil
+	var valid []int
+	for i := range n {
+		if msg := refusal(i); msg != "" {
+			answer(i, kerr.InvalidRequest.Code, &msg)
+		} else {
+			valid = append(valid, i)
+		}
+	}
+	if len(valid) == 0 {
+		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	if err := a.store.CreateACLs(ctx, acls); err != nil {
-		a.log.Warn("create acls failed", "err", err)
+	if err := change(ctx, valid); err != nil {
+		a.log.Warn(what+" acls failed", "err", err)
 		for _, i := range valid {
-			resp.Results[i].ErrorCode = kerr.UnknownServerError.Code
+			answer(i, kerr.UnknownServerError.Code, nil)
 		}
-		return resp, nil
+		return
 	}
 	a.authz.Poll(ctx)
-	return resp, nil
 }
 
 // checkNewACL returns why a creation is refused, or "".

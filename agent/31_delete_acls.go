@@ -13,7 +13,6 @@ package agent
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"floe/kafkaproto"
@@ -28,45 +27,31 @@ func (a *Agent) handleDeleteACLs(ctx context.Context, r *request) (kmsg.Response
 	req := r.req.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	if code, msg := a.aclChangeRefused(r); code != nil {
-		for i := range resp.Results {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code.Code, &msg
-		}
-		return resp, nil
-	}
 	var filters []metadata.ACLFilter
-	var valid []int
-	for i, f := range req.Filters {
+	a.changeACLs(ctx, r, "delete", len(req.Filters), func(i int, code int16, msg *string) {
+		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
+	}, func(i int) string {
+		f := req.Filters[i]
 		mf, msg := aclFilter(f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
-		if msg != "" {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
-			continue
+		if msg == "" {
+			filters = append(filters, mf)
 		}
-		filters = append(filters, mf)
-		valid = append(valid, i)
-	}
-	if len(filters) == 0 {
-		return resp, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	deleted, err := a.store.DeleteACLs(ctx, filters)
-	if err != nil {
-		a.log.Warn("delete acls failed", "err", err)
-		for _, i := range valid {
-			resp.Results[i].ErrorCode = kerr.UnknownServerError.Code
+		return msg
+	}, func(ctx context.Context, valid []int) error {
+		deleted, err := a.store.DeleteACLs(ctx, filters)
+		if err != nil {
+			return err
 		}
-		return resp, nil
-	}
-	for j, i := range valid {
-		for _, x := range deleted[j] {
-			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-			m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(x.ResourceType), x.ResourceName, kmsg.ACLResourcePatternType(x.PatternType)
-			m.Principal, m.Host = x.Principal, x.Host
-			m.Operation, m.PermissionType = kmsg.ACLOperation(x.Operation), kmsg.ACLPermissionType(x.Permission)
-			resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
+		for j, i := range valid {
+			for _, x := range deleted[j] {
+				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+				m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(x.ResourceType), x.ResourceName, kmsg.ACLResourcePatternType(x.PatternType)
+				m.Principal, m.Host = x.Principal, x.Host
+				m.Operation, m.PermissionType = kmsg.ACLOperation(x.Operation), kmsg.ACLPermissionType(x.Permission)
+				resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
+			}
 		}
-	}
-	a.authz.Poll(ctx)
+		return nil
+	})
 	return resp, nil
 }

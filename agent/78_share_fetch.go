@@ -46,31 +46,16 @@ func (a *Agent) handleShareFetch(ctx context.Context, r *request) (kmsg.Response
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	if !a.authorize(r, opRead, resGroup, group) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if group == "" || member == "" || len(member) > 36 {
-		return fail(kerr.InvalidRequest)
-	}
 	renew := req.Version >= 2 && req.IsRenewAck
 	maxAckType := metadata.ShareAckReject
 	if renew {
 		maxAckType = metadata.ShareAckRenew
-		if req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0 {
-			return fail(kerr.InvalidRequest)
-		}
 	}
-	set, err := a.coord.shares.settings(ctx, group)
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	if set.otherType {
-		return fail(kerr.GroupIDNotFound)
-	}
+	set, byID, code := a.shareOpen(ctx, r, group, member,
+		renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0))
 	resp.AcquisitionLockTimeoutMillis = int32(set.limits.LockDuration / time.Millisecond)
-	_, byID, err := a.topics.snapshot(ctx)
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
+	if code != nil {
+		return fail(code)
 	}
 
 	// The request's partitions and acknowledgements.
@@ -99,7 +84,6 @@ func (a *Agent) handleShareFetch(ctx context.Context, r *request) (kmsg.Response
 	}
 	var (
 		session []metadata.ShareKey
-		code    *kerr.Error
 		closing = req.ShareSessionEpoch == -1
 	)
 	if closing {

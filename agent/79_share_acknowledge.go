@@ -38,31 +38,17 @@ func (a *Agent) handleShareAcknowledge(ctx context.Context, r *request) (kmsg.Re
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	if !a.authorize(r, opRead, resGroup, group) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if group == "" || member == "" || len(member) > 36 {
-		return fail(kerr.InvalidRequest)
-	}
 	maxAckType := metadata.ShareAckReject
 	if req.Version >= 2 && req.IsRenewAck {
 		maxAckType = metadata.ShareAckRenew
 	}
-	set, err := a.coord.shares.settings(ctx, group)
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	if set.otherType {
-		return fail(kerr.GroupIDNotFound)
-	}
+	set, byID, code := a.shareOpen(ctx, r, group, member, false)
 	resp.AcquisitionLockTimeoutMillis = int32(set.limits.LockDuration / time.Millisecond)
-	_, byID, err := a.topics.snapshot(ctx)
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
+	if code != nil {
+		return fail(code)
 	}
 	closing := req.ShareSessionEpoch == -1
 	var session []metadata.ShareKey
-	var code *kerr.Error
 	if closing {
 		session, code = a.coord.shares.closeSession(group, member)
 	} else {

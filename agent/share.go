@@ -378,6 +378,32 @@ func trimToAcquired(data []byte, last int64) []byte {
 	return data[:cut]
 }
 
+// shareOpen makes the checks ShareFetch and ShareAcknowledge open with, in
+// Kafka's order: READ on the group, a group and a member id (and no other
+// refusal the caller found, bad: INVALID_REQUEST), the group's share
+// settings (GROUP_ID_NOT_FOUND for another kind of group, whose settings
+// it does not return) and the topics by id. code is nil when all pass.
+func (a *Agent) shareOpen(ctx context.Context, r *request, group, member string, bad bool) (shareSettings, map[metadata.TopicID]metadata.Topic, *kerr.Error) {
+	if !a.authorize(r, opRead, resGroup, group) {
+		return shareSettings{}, nil, kerr.GroupAuthorizationFailed
+	}
+	if group == "" || member == "" || len(member) > 36 || bad {
+		return shareSettings{}, nil, kerr.InvalidRequest
+	}
+	set, err := a.coord.shares.settings(ctx, group)
+	if err != nil {
+		return shareSettings{}, nil, kerr.CoordinatorNotAvailable
+	}
+	if set.otherType {
+		return shareSettings{}, nil, kerr.GroupIDNotFound
+	}
+	_, byID, err := a.topics.snapshot(ctx)
+	if err != nil {
+		return set, nil, kerr.CoordinatorNotAvailable
+	}
+	return set, byID, nil
+}
+
 // resolveSharePart finds p's topic by id and checks READ on it and the
 // partition: 0 with p.topic set, else the partition's error code.
 func (a *Agent) resolveSharePart(r *request, byID map[metadata.TopicID]metadata.Topic, p *sharePart) int16 {

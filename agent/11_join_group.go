@@ -64,30 +64,20 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	ch := make(chan group.JoinResult, 1)
-	var ent *groupEntry
-	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
-		ent = e
+	res, code := awaitGroup(ctx, a, req.Group, func(e *groupEntry, now time.Time, done func(group.JoinResult)) {
 		if (e.cg != nil && !e.cg.IsEmpty()) || e.sg != nil {
 			// A KIP-848 group with members, or a share group, takes no
 			// classic members.
-			ch <- group.JoinResult{Err: kerr.InconsistentGroupProtocol.Code, MemberID: jr.MemberID, Generation: -1}
+			done(group.JoinResult{Err: kerr.InconsistentGroupProtocol.Code, MemberID: jr.MemberID, Generation: -1})
 			return
 		}
 		e.cg = nil
-		e.g.Join(now, jr, func(res group.JoinResult) { ch <- res })
-	}); code != nil {
+		e.g.Join(now, jr, done)
+	})
+	if code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
-	var res group.JoinResult
-	select {
-	case res = <-ch:
-	case <-a.stopping:
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp, nil
-	}
-	ent.waitPersisted()
 	resp.ErrorCode = res.Err
 	resp.Generation = res.Generation
 	resp.MemberID = res.MemberID
@@ -108,6 +98,29 @@ func (a *Agent) handleJoinGroup(ctx context.Context, r *request) (kmsg.Response,
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp, nil
+}
+
+// awaitGroup runs start on a group as coordinator.with does and waits for
+// the result start hands to done (a JoinGroup's or SyncGroup's, which may
+// come only when the rebalance completes); it returns it once the group's
+// state it reports is saved. code is with's refusal, or NOT_COORDINATOR
+// should the agent stop first.
+func awaitGroup[R any](ctx context.Context, a *Agent, groupID string, start func(e *groupEntry, now time.Time, done func(R))) (res R, code *kerr.Error) {
+	ch := make(chan R, 1)
+	var ent *groupEntry
+	if code := a.coord.with(ctx, groupID, func(e *groupEntry, now time.Time) {
+		ent = e
+		start(e, now, func(r R) { ch <- r })
+	}); code != nil {
+		return res, code
+	}
+	select {
+	case res = <-ch:
+	case <-a.stopping:
+		return res, kerr.NotCoordinator
+	}
+	ent.waitPersisted()
+	return res, nil
 }
 
 // waitPersisted returns once the call that answered a parked request has

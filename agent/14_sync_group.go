@@ -46,23 +46,13 @@ func (a *Agent) handleSyncGroup(ctx context.Context, r *request) (kmsg.Response,
 			sr.Assignments[as.MemberID] = as.MemberAssignment
 		}
 	}
-	ch := make(chan group.SyncResult, 1)
-	var ent *groupEntry
-	if code := a.coord.with(ctx, req.Group, func(e *groupEntry, now time.Time) {
-		ent = e
-		e.g.Sync(now, sr, func(res group.SyncResult) { ch <- res })
-	}); code != nil {
+	res, code := awaitGroup(ctx, a, req.Group, func(e *groupEntry, now time.Time, done func(group.SyncResult)) {
+		e.g.Sync(now, sr, done)
+	})
+	if code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
-	var res group.SyncResult
-	select {
-	case res = <-ch:
-	case <-a.stopping:
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp, nil
-	}
-	ent.waitPersisted()
 	resp.ErrorCode = res.Err
 	if res.Err == 0 {
 		pt, p := res.ProtocolType, res.Protocol

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"flag"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -286,30 +284,21 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 // ranges, with a v0 response header.
 func TestApiVersionsAboveOurs(t *testing.T) {
 	ta := newParallelAgent(t)
-	c, err := net.Dial("tcp", ta.KafkaAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	rc := dialRaw(t, ta)
 	// key 18, version 99, correlation 7, client id "x", then a body we never read.
 	req := []byte{0, 18, 0, 99, 0, 0, 0, 7, 0, 1, 'x', 0, 1, 2, 3}
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(req)))
-	c.Write(append(frame, req...))
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var size [4]byte
-	if _, err := io.ReadFull(c, size[:]); err != nil {
+	rc.c.Write(append(frame, req...))
+	corr, body, err := rc.read()
+	if err != nil {
 		t.Fatal(err)
 	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(c, body); err != nil {
-		t.Fatal(err)
-	}
-	if corr := binary.BigEndian.Uint32(body); corr != 7 {
+	if corr != 7 {
 		t.Fatalf("correlation id %d, want 7", corr)
 	}
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
-	if err := resp.ReadFrom(body[4:]); err != nil {
+	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
 	}
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {

@@ -1,14 +1,13 @@
 package agent
 
 import (
-	"encoding/binary"
-	"io"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"floe/metadata"
 )
 
 // TestPipelinedAnswerNotHeldBack: the answer to a pipelined request goes out
@@ -23,16 +22,8 @@ func TestPipelinedAnswerNotHeldBack(t *testing.T) {
 	const topic = "pipelined"
 	ta.createTopic(t, ta.client(t), topic, 1)
 
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.Version = 4
-	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = -1, 1000, 1, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
-
+	fetch := fetchReq(metadata.Topic{Name: topic}, 0)
+	fetch.Version, fetch.MaxWaitMillis, fetch.MinBytes = 4, 1000, 1
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Version = 7
 	produce.Acks, produce.TimeoutMillis = -1, 60_000
@@ -43,34 +34,25 @@ func TestPipelinedAnswerNotHeldBack(t *testing.T) {
 	pt.Partitions = append(pt.Partitions, pp)
 	produce.Topics = append(produce.Topics, pt)
 
-	c, err := net.Dial("tcp", ta.KafkaAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	rc := dialRaw(t, ta)
 	rf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipelined"))
 	// One write, so that the Produce is queued behind the Fetch at once.
 	// (AppendRequest writes its size prefix at the start of dst: one frame
 	// per call.)
 	frames := append(rf.AppendRequest(nil, fetch, 1), rf.AppendRequest(nil, produce, 2)...)
-	if _, err := c.Write(frames); err != nil {
+	if _, err := rc.c.Write(frames); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(time.Minute))
-	var size [4]byte
-	if _, err := io.ReadFull(c, size[:]); err != nil {
+	corr, body, err := rc.read()
+	if err != nil {
 		t.Fatalf("no answer to the Fetch while the Produce behind it waits for its flush: %v", err)
 	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(c, body); err != nil {
-		t.Fatal(err)
-	}
-	if corr := binary.BigEndian.Uint32(body); corr != 1 {
+	if corr != 1 {
 		t.Fatalf("first answer has correlation id %d, want the Fetch's 1", corr)
 	}
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 4
-	if err := resp.ReadFrom(body[4:]); err != nil {
+	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
@@ -89,30 +71,21 @@ func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
 	ta := newParallelAgent(t)
 	const topic = "idle-buffers"
 	ta.createTopic(t, ta.client(t), topic, 1)
-	rf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("idle"))
-	roundTrip := func(c net.Conn, corr int32) {
+	roundTrip := func(rc *rawConn, corr int32) {
 		t.Helper()
 		req := kmsg.NewPtrApiVersionsRequest()
-		req.Version = 3
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "idle", "1"
-		if _, err := c.Write(rf.AppendRequest(nil, req, corr)); err != nil {
+		rc.send(req, 3, corr)
+		got, body, err := rc.read()
+		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetReadDeadline(time.Now().Add(time.Minute))
-		var size [4]byte
-		if _, err := io.ReadFull(c, size[:]); err != nil {
-			t.Fatal(err)
-		}
-		body := make([]byte, binary.BigEndian.Uint32(size[:]))
-		if _, err := io.ReadFull(c, body); err != nil {
-			t.Fatal(err)
-		}
-		if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		if got != corr {
 			t.Fatalf("answer has correlation id %d, want %d", got, corr)
 		}
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.Version = 3
-		if err := resp.ReadFrom(body[4:]); err != nil || resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		if err := resp.ReadFrom(body); err != nil || resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 			t.Fatalf("ApiVersions answer %+v, %v", resp, err)
 		}
 	}
@@ -134,41 +107,22 @@ func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
 	}
 	waitHeld(0) // the test's admin client is idle too
 
-	conns := make([]net.Conn, 20)
+	conns := make([]*rawConn, 20)
 	for i := range conns {
-		c, err := net.Dial("tcp", ta.KafkaAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
-		roundTrip(c, 1)
+		conns[i] = dialRaw(t, ta)
+		roundTrip(conns[i], 1)
 	}
 	waitHeld(0)
 
 	// A Fetch waiting for records that do not come holds no buffer either.
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.Version = 4
-	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = -1, 3000, 1, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
-	if _, err := conns[0].Write(rf.AppendRequest(nil, fetch, 2)); err != nil {
-		t.Fatal(err)
-	}
+	fetch := fetchReq(metadata.Topic{Name: topic}, 0)
+	fetch.MaxWaitMillis, fetch.MinBytes = 3000, 1
+	conns[0].send(fetch, 4, 2)
 	if n := testutil.ToFloat64(ta.metrics.connections); n < float64(len(conns)) {
 		t.Fatalf("%v connections open, want at least %d", n, len(conns))
 	}
 	waitHeld(0)
-	conns[0].SetReadDeadline(time.Now().Add(time.Minute))
-	var size [4]byte
-	if _, err := io.ReadFull(conns[0], size[:]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(conns[0], make([]byte, binary.BigEndian.Uint32(size[:]))); err != nil {
+	if _, _, err := conns[0].read(); err != nil {
 		t.Fatal(err)
 	}
 	// Every connection writes again through a buffer taken anew.

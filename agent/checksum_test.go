@@ -60,12 +60,7 @@ func TestFlushChecksumFromBatches(t *testing.T) {
 	}
 	tx := ta.client(t, kgo.TransactionalID("sums-tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for _, end := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
-		if err := tx.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.ProduceSync(ctx, txnRecords("sums", "t", 3)...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		produceInTxn(t, ctx, tx, "sums", "t", 3)
 		if err := tx.EndTransaction(ctx, end); err != nil {
 			t.Fatal(err)
 		}

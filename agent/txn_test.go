@@ -102,6 +102,18 @@ func txnRecords(topic, prefix string, n int) []*kgo.Record {
 	return rs
 }
 
+// produceInTxn begins a transaction on p and produces txnRecords(topic,
+// prefix, n) in it.
+func produceInTxn(t *testing.T, ctx context.Context, p *kgo.Client, topic, prefix string, n int) {
+	t.Helper()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, txnRecords(topic, prefix, n)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTransactionsReadCommitted: a committed, an aborted and an open
 // transaction, with plain records in between. read_committed readers see
 // the committed and plain records only and stop at the open transaction,
@@ -117,12 +129,7 @@ func TestTransactionsReadCommitted(t *testing.T) {
 
 	run := func(prefix string, n int, end kgo.TransactionEndTry) {
 		t.Helper()
-		if err := p.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.ProduceSync(ctx, txnRecords("tx", prefix, n)...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		produceInTxn(t, ctx, p, "tx", prefix, n)
 		if err := p.EndTransaction(ctx, end); err != nil {
 			t.Fatal(err)
 		}
@@ -131,13 +138,8 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	if err := plain.ProduceSync(ctx, txnRecords("tx", "p", 1)...).FirstErr(); err != nil {
 		t.Fatal(err) // 4
 	}
-	run("a", 2, kgo.TryAbort) // 5-6, marker 7
-	if err := p.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.ProduceSync(ctx, txnRecords("tx", "o", 2)...).FirstErr(); err != nil {
-		t.Fatal(err) // 8-9, open
-	}
+	run("a", 2, kgo.TryAbort)             // 5-6, marker 7
+	produceInTxn(t, ctx, p, "tx", "o", 2) // 8-9, open
 	if err := plain.ProduceSync(ctx, txnRecords("tx", "q", 1)...).FirstErr(); err != nil {
 		t.Fatal(err) // 10
 	}
@@ -172,20 +174,10 @@ func TestTransactionZombieFenced(t *testing.T) {
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "zombie", 1)
 	old := ta.client(t, kgo.TransactionalID("z"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err := old.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.ProduceSync(ctx, txnRecords("zombie", "old", 2)...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceInTxn(t, ctx, old, "zombie", "old", 2)
 	// The new instance: InitProducerId aborts the old transaction.
 	fresh := ta.client(t, kgo.TransactionalID("z"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err := fresh.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fresh.ProduceSync(ctx, txnRecords("zombie", "new", 2)...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceInTxn(t, ctx, fresh, "zombie", "new", 2)
 	// The zombie can neither produce nor commit.
 	err := old.ProduceSync(ctx, txnRecords("zombie", "late", 1)...).FirstErr()
 	if err == nil {
@@ -214,12 +206,7 @@ func TestTransactionTimeout(t *testing.T) {
 	admin := ta.client(t)
 	ta.createTopic(t, admin, "slow", 1)
 	p := ta.client(t, kgo.TransactionalID("slow"), kgo.TransactionTimeout(time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err := p.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.ProduceSync(ctx, txnRecords("slow", "x", 3)...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceInTxn(t, ctx, p, "slow", "x", 3)
 	if lso := listOffset(t, admin, "slow", 1); lso != 0 {
 		t.Fatalf("last stable offset %d while open, want 0", lso)
 	}
@@ -241,12 +228,7 @@ func TestTransactionTimeout(t *testing.T) {
 	if err := p.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatalf("abort after the timeout: %v", err)
 	}
-	if err := p.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.ProduceSync(ctx, txnRecords("slow", "y", 2)...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceInTxn(t, ctx, p, "slow", "y", 2)
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}

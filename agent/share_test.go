@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -75,25 +76,20 @@ func (f *shareFixture) fetch(t *testing.T, member string, epoch, maxRecords int3
 	req.ShareSessionEpoch, req.MaxRecords, req.MaxBytes = epoch, maxRecords, 1<<20
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = f.topic.ID
-	seen := map[int32]bool{}
-	for _, p := range parts {
-		seen[p] = true
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-		for _, a := range acks[p] {
-			b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = a.first, a.last, []int8{a.typ}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+	// The partitions to fetch, then those only acknowledged.
+	all := slices.Clone(parts)
+	for p := range acks {
+		if !slices.Contains(parts, p) {
+			all = append(all, p)
 		}
-		rt.Partitions = append(rt.Partitions, rp)
 	}
-	for p, as := range acks {
-		if seen[p] {
-			continue
-		}
+	for _, p := range all {
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rp.Partition = p
-		for _, a := range as {
+		if slices.Contains(parts, p) {
+			rp.PartitionMaxBytes = 1 << 20
+		}
+		for _, a := range acks[p] {
 			b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
 			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = a.first, a.last, []int8{a.typ}
 			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)

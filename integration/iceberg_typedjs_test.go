@@ -134,6 +134,40 @@ func TestIcebergTypedJS(t *testing.T) {
 			}
 		})
 	}
+
+	// floe table list names the tables with their snapshots' row counts;
+	// an unknown table exits 1 saying so.
+	catURL := "http://" + dev.HTTPAddr + "/iceberg"
+	out, err := exec.CommandContext(ctx, floeBin, "table", "list", "--catalog", catURL, "--output", "json").Output()
+	if err != nil {
+		t.Fatalf("floe table list: %v", err)
+	}
+	var list []struct {
+		Name string
+		Rows *int64
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("floe table list: %v\n%s", err, out)
+	}
+	rows := map[string]int64{}
+	for _, l := range list {
+		if l.Rows != nil {
+			rows[l.Name] = *l.Rows
+		}
+	}
+	for _, name := range []string{"typed_js_avro", "typed_js_protobuf", "typed_js_json_schema"} {
+		if rows[name] != n {
+			t.Errorf("floe table list: %s has %d rows, want %d\n%s", name, rows[name], n, out)
+		}
+	}
+	cmd := exec.CommandContext(ctx, floeBin, "table", "scan", "typed_js_absent", "--catalog", catURL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	want := `floe: no table "typed_js_absent" in namespace "floe" of ` + catURL + " (floe table list names them)\n"
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || stderr.String() != want {
+		t.Errorf("floe table scan of an unknown table: %v, stderr %q, want exit 1 and %q", err, stderr.String(), want)
+	}
 }
 
 // produceRows produces orders 0 to n-1 that order makes (the value and

@@ -368,7 +368,7 @@ func (c *tableCmd) describe(ctx context.Context, cat *rest.Catalog) error {
 			schema = strconv.Itoa(*s.SchemaID)
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.SnapshotID, optInt(s.ParentSnapshotID),
-			time.UnixMilli(s.TimestampMs).UTC().Format(time.RFC3339Nano), op, added, optInt(totalRecords(&s)), schema)
+			time.UnixMilli(s.TimestampMs).UTC().Format("2006-01-02T15:04:05.000Z07:00"), op, added, optInt(totalRecords(&s)), schema)
 	}
 	return w.Flush()
 }

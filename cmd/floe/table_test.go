@@ -245,8 +245,8 @@ func TestTableCommand(t *testing.T) {
 		"17 u uuid false",
 		"1000 at_day day(at)",
 		"floe.topic shop.orders",
-		fmt.Sprintf("%d - %s append 3 3 0", first, time.UnixMilli(snapshotMs(t, tbl, first)).UTC().Format(time.RFC3339Nano)),
-		fmt.Sprintf("%d %d %s append 1 4 0", second, first, time.UnixMilli(snapshotMs(t, tbl, second)).UTC().Format(time.RFC3339Nano)),
+		fmt.Sprintf("%d - %s append 3 3 0", first, time.UnixMilli(snapshotMs(t, tbl, first)).UTC().Format("2006-01-02T15:04:05.000Z")),
+		fmt.Sprintf("%d %d %s append 1 4 0", second, first, time.UnixMilli(snapshotMs(t, tbl, second)).UTC().Format("2006-01-02T15:04:05.000Z")),
 	} {
 		if !lines[want] {
 			t.Errorf("describe lacks %q:\n%s", want, got)

@@ -28,9 +28,10 @@ import (
 // values (iceberg_typed_fixtures_test.go: nested records, lists, maps,
 // optional, union and oneof fields, logical types, nulls) read by the npm
 // readers, iceberg-js through floe's REST catalog and icebird over the
-// manifests and Parquet files (typed.mjs), by iceberg-go's REST scan and by
-// DuckDB over the snapshot's Parquet files: each reader gives every row as
-// produced, every field compared.
+// manifests and Parquet files (typed.mjs), by iceberg-go's REST scan, by
+// DuckDB over the snapshot's Parquet files and by floe's own `floe table
+// scan --output json`: each reader gives every row as produced, every field
+// compared.
 //
 // What icebird cannot read exactly is compared as far as it can be, not
 // skipped: decimals. hyparquet (icebird's Parquet reader) makes every
@@ -114,6 +115,7 @@ func TestIcebergTypedJS(t *testing.T) {
 				{"iceberg-go", icebergGoRows(t, ctx, cols, tbl)},
 				{"DuckDB", duckdbTypedRows(t, ctx, db, cols, tbl)},
 				{"icebird", js},
+				{"floe table scan", floeTableRows(t, ctx, dev.HTTPAddr, cols, name, tbl.CurrentSnapshot().SnapshotID)},
 			} {
 				if len(r.rows) != n {
 					t.Errorf("%s read %d rows, want %d", r.reader, len(r.rows), n)
@@ -131,6 +133,40 @@ func TestIcebergTypedJS(t *testing.T) {
 				t.Logf("typed.mjs printed %.4000s", out)
 			}
 		})
+	}
+
+	// floe table list names the tables with their snapshots' row counts;
+	// an unknown table exits 1 saying so.
+	catURL := "http://" + dev.HTTPAddr + "/iceberg"
+	out, err := exec.CommandContext(ctx, floeBin, "table", "list", "--catalog", catURL, "--output", "json").Output()
+	if err != nil {
+		t.Fatalf("floe table list: %v", err)
+	}
+	var list []struct {
+		Name string
+		Rows *int64
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("floe table list: %v\n%s", err, out)
+	}
+	rows := map[string]int64{}
+	for _, l := range list {
+		if l.Rows != nil {
+			rows[l.Name] = *l.Rows
+		}
+	}
+	for _, name := range []string{"typed_js_avro", "typed_js_protobuf", "typed_js_json_schema"} {
+		if rows[name] != n {
+			t.Errorf("floe table list: %s has %d rows, want %d\n%s", name, rows[name], n, out)
+		}
+	}
+	cmd := exec.CommandContext(ctx, floeBin, "table", "scan", "typed_js_absent", "--catalog", catURL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	want := `floe: no table "typed_js_absent" in namespace "floe" of ` + catURL + " (floe table list names them)\n"
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || stderr.String() != want {
+		t.Errorf("floe table scan of an unknown table: %v, stderr %q, want exit 1 and %q", err, stderr.String(), want)
 	}
 }
 
@@ -203,6 +239,36 @@ func icebergGoRows(t *testing.T, ctx context.Context, cols *iceberg.StructType, 
 	return out
 }
 
+// floeTableRows is the table read by floe's own reader, `floe table scan
+// NAME --output json` of the built binary at snapshot, canonical rows by
+// offset (a row twice: fatal).
+func floeTableRows(t *testing.T, ctx context.Context, httpAddr string, cols *iceberg.StructType, name string, snapshot int64) map[int64]string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, floeBin, "table", "scan", name, "--catalog", "http://"+httpAddr+"/iceberg",
+		"--snapshot", strconv.FormatInt(snapshot, 10), "--output", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("floe table scan %s: %v\n%s", name, err, stderr.Bytes())
+	}
+	rows := map[int64]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	for dec.More() {
+		var row map[string]any
+		if err := dec.Decode(&row); err != nil {
+			t.Fatalf("floe table scan output: %v\n%.4000s", err, out)
+		}
+		off := canonInt(t, row["_kafka"].(map[string]any)["offset"])
+		if _, dup := rows[off]; dup {
+			t.Fatalf("floe table scan printed offset %d twice", off)
+		}
+		rows[off] = canonLine(t, canonValue(t, "floe", cols, row).(map[string]any))
+	}
+	return rows
+}
+
 // duckdbTypedRows is the table's current Parquet files read by DuckDB,
 // canonical rows by offset (the Go values duckdb-go scans).
 func duckdbTypedRows(t *testing.T, ctx context.Context, db *sql.DB, cols *iceberg.StructType, tbl *table.Table) map[int64]string {
@@ -269,8 +335,9 @@ func icebirdRows(t *testing.T, cols *iceberg.StructType, out []byte) (map[int64]
 
 // canonValue is v, a value of type typ as reader src ("go": iceberg-go's
 // Arrow JSON, decoded with UseNumber; "duckdb": duckdb-go's Go values;
-// "js": typed.mjs's JSON, decoded with UseNumber) gave it, in canonical
-// form. A value in a form the reader does not give is fatal.
+// "js": typed.mjs's JSON, decoded with UseNumber; "floe": floe table
+// scan's JSON lines, decoded with UseNumber) gave it, in canonical form. A
+// value in a form the reader does not give is fatal.
 func canonValue(t *testing.T, src string, typ iceberg.Type, v any) any {
 	t.Helper()
 	if v == nil {
@@ -327,7 +394,11 @@ func canonValue(t *testing.T, src string, typ iceberg.Type, v any) any {
 			if src == "js" { // µs, hyparquet's int64
 				return canonInt(t, v)
 			}
-			tm, err := time.Parse("15:04:05.999999999", v)
+			layout := "15:04:05.999999999"
+			if src == "floe" {
+				layout = "15:04:05.000000"
+			}
+			tm, err := time.Parse(layout, v)
 			if err != nil {
 				return bad()
 			}
@@ -341,6 +412,17 @@ func canonValue(t *testing.T, src string, typ iceberg.Type, v any) any {
 		case string:
 			if src == "js" { // µs, typed.mjs's parser
 				return canonInt(t, v)
+			}
+			if src == "floe" { // RFC 3339, µs; Z only with a zone
+				layout := "2006-01-02T15:04:05.000000"
+				if _, tz := typ.(iceberg.TimestampTzType); tz {
+					layout += "Z"
+				}
+				tm, err := time.Parse(layout, v)
+				if err != nil {
+					return bad()
+				}
+				return tm.UnixMicro()
 			}
 			tm, err := time.Parse("2006-01-02 15:04:05.999999999Z07:00", strings.Replace(v, "T", " ", 1))
 			if err != nil {
@@ -410,7 +492,7 @@ func canonValue(t *testing.T, src string, typ iceberg.Type, v any) any {
 			for i, k := range v.Keys() {
 				add(k, v.Values()[i])
 			}
-		case map[string]any: // icebird: an object
+		case map[string]any: // icebird, floe: an object
 			for k, e := range v {
 				add(k, e)
 			}

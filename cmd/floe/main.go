@@ -40,6 +40,7 @@ Usage:
   floe group VERB      list, describe or reset-offsets of consumer groups (Kafka admin API)
   floe acl VERB        add, remove or list ACLs (Kafka admin API)
   floe schema VERB     list, get, register, check, delete, config or mode of the schema registry
+  floe table VERB      list, describe or scan the topics' Iceberg tables (the REST catalog)
 
 Run 'floe <command> --help' for the flags of a command. Every flag can also
 be set through the environment as FLOE_<NAME> (e.g. --flush-interval is

@@ -26,10 +26,12 @@ import (
 )
 
 // benchFileSize is the conversion benchmarks' target file size, by
-// default the converter's (DefaultConverterConfig): a 64 MiB cycle is then
-// one file, short of the bound the converter's budget
-// (ConverterConfig.MemoryBytes, the file size + 8 MiB) is for; smaller,
-// a cycle writes several files and reaches it:
+// default the converter's (DefaultConverterConfig), and the budget they
+// report with it (ConverterConfig.MemoryBytes). Their records repeat one
+// value, which Parquet compresses about 400:1, so a 64 MiB cycle writes
+// one small file whatever the size: their live heap is what a cycle holds
+// beside its file, and TestConvertMemoryWithinBudget, whose records vary,
+// checks the budget with the file:
 // `go test ./iceberg -run '^$' -bench Convert -convert-file-size 16777216`.
 var benchFileSize = flag.Int64("convert-file-size", DefaultConverterConfig("").TargetFileSize,
 	"the conversion benchmarks' target file size in bytes")

@@ -61,15 +61,35 @@ type ConverterConfig struct {
 	Maintenance MaintenanceConfig
 }
 
-// MemoryBytes bounds the memory one conversion cycle holds: iceberg-go
-// packs a data file's Arrow batches, up to TargetFileSize of them, before
-// it writes the file, and the next batch is being built meanwhile (up to
-// 8 MiB of records). The index row being decoded comes on top: a row of a
-// merged object is up to the compactor's --max-merge-bytes. A typed
-// table's cycle splits the file size, 7/8 to the table's writer and 1/8
-// to its dead-letter table's, which packs a file meanwhile; its
-// dead-letter batches (1 MiB) come on top of the table's.
-func (c ConverterConfig) MemoryBytes() int64 { return c.TargetFileSize + batchBytes }
+// MemoryBytes bounds the heap one conversion cycle holds live (write.go):
+// TargetFileSize/2 + 56 MiB, 120 MiB at the default 128 MiB files:
+//
+//   - the row group being written, compressed, until it is done: a
+//     quarter of TargetFileSize, in a buffer grown by doubling, so up to
+//     TargetFileSize/2 (a typed table's and its dead-letter table's row
+//     groups together, dlqFileSize);
+//   - the index row being decoded, up to 8 MiB (an agent's --flush-bytes,
+//     the compactor's --max-row-bytes: a merged object is rows of at most
+//     that), and the next one as it is read: 16 MiB;
+//   - the Arrow batches in flight, six of up to 512 KiB (batchBytes) in
+//     buffers grown by doubling: 6 MiB, and a dead-letter table's, an
+//     eighth of that;
+//   - two zstd encoders of about 7 MiB (pageZstd): a typed table's and its
+//     dead-letter table's writers compress at the same time;
+//   - each column's page and dictionary being encoded, up to 256 KiB each
+//     (writePageBytes, writeDictBytes), about 8 MiB for the benchmarks'
+//     twenty fields; and what the cycle allocates while a GC marks, which
+//     that GC counts live: the rest of the fixed 56 MiB.
+//
+// Measured (TestConvertMemoryWithinBudget: 1 KiB orders of twenty varied
+// fields, 8 MiB objects, a binary table and each typed format), live at
+// most: 41 MiB at 4 MiB files (budget 58), 49 at 16 MiB (64), 60 at
+// 32 MiB (72), 91 at 128 MiB (120).
+func (c ConverterConfig) MemoryBytes() int64 { return c.TargetFileSize/2 + convertFixedBytes }
+
+// convertFixedBytes is the part of MemoryBytes that does not grow with
+// the file size.
+const convertFixedBytes = 56 << 20
 
 // DefaultConverterConfig returns production defaults: a 60 s freshness.
 func DefaultConverterConfig(id string) ConverterConfig {
@@ -376,8 +396,7 @@ func (c *Converter) cycle(ctx context.Context, l *metadata.JobLease, t metadata.
 	}
 	var files []iceberg.DataFile
 	var rows, bytes int64
-	for df, err := range table.WriteRecords(ctx, tbl, as, c.records(ctx, t, spans),
-		table.WithTargetFileSize(c.cfg.TargetFileSize)) {
+	for df, err := range writeRecords(ctx, tbl, as, c.records(ctx, t, spans), c.cfg.TargetFileSize) {
 		if err != nil {
 			c.failed(name, err)
 			return fmt.Errorf("write: %w", err)
@@ -497,20 +516,18 @@ func (c *Converter) records(ctx context.Context, t metadata.Topic, spans []*span
 		}
 		defer b.release()
 		stopped := false
+		// A batch is cut as soon as it is full, inside an index row
+		// too: a row of a merged object is many batches.
 		err = c.walk(ctx, t, spans, func(r *rawRecord) error {
 			b.add(r.partition, r.offset, r.ts, r.tsType, r.r)
-			return nil
-		}, func() bool {
-			for b.full() {
-				if !yield(b.flush(), nil) {
-					stopped = true
-					return false
-				}
+			if b.full() && !yield(b.flush(), nil) {
+				stopped = true
+				return errStop
 			}
-			return true
-		})
+			return nil
+		}, func() bool { return !stopped })
 		switch {
-		case err != nil:
+		case err != nil && !errors.Is(err, errStop):
 			yield(nil, err)
 		case !stopped && b.rows() > 0:
 			yield(b.flush(), nil)

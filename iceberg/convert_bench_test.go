@@ -1,15 +1,18 @@
 package iceberg
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"flag"
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	rtmetrics "runtime/metrics"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -23,13 +26,21 @@ import (
 )
 
 // benchFileSize is the conversion benchmarks' target file size, by
-// default the converter's (DefaultConverterConfig): a 64 MiB cycle is then
-// one file, short of the bound the converter's budget
-// (ConverterConfig.MemoryBytes, the file size + 8 MiB) is for; smaller,
-// a cycle writes several files and reaches it:
+// default the converter's (DefaultConverterConfig), and the budget they
+// report with it (ConverterConfig.MemoryBytes). Their records repeat one
+// value, which Parquet compresses about 400:1, so a 64 MiB cycle writes
+// one small file whatever the size: their live heap is what a cycle holds
+// beside its file, and TestConvertMemoryWithinBudget, whose records vary,
+// checks the budget with the file:
 // `go test ./iceberg -run '^$' -bench Convert -convert-file-size 16777216`.
 var benchFileSize = flag.Int64("convert-file-size", DefaultConverterConfig("").TargetFileSize,
 	"the conversion benchmarks' target file size in bytes")
+
+// benchHeapProfile, set, is where the conversion benchmarks write the heap
+// profile of the GC that found a cycle's most live heap: what the live-MiB
+// figure is made of (`go tool pprof -sample_index=inuse_space`).
+var benchHeapProfile = flag.String("convert-heap-profile", "",
+	"write the heap profile at the conversion benchmarks' peak live heap to this `file`")
 
 // BenchmarkConvert measures conversion of 1 KiB records (8 partitions,
 // batches of 100 records, 1,000 records per partition per object) from a
@@ -124,11 +135,13 @@ func BenchmarkConvert(b *testing.B) {
 type cycleMeter struct {
 	cpu        time.Duration
 	peak, live uint64
-	budget     int64 // ConverterConfig.MemoryBytes
+	budget     int64        // ConverterConfig.MemoryBytes
+	profile    bytes.Buffer // the heap profile at live (-convert-heap-profile)
 }
 
-// measure times run (the timer stopped on entry and left stopped).
-func (m *cycleMeter) measure(b *testing.B, run func() error) {
+// measure runs run, timing it when tb is a benchmark (the timer stopped
+// on entry and left stopped).
+func (m *cycleMeter) measure(tb testing.TB, run func() error) {
 	runtime.GC()
 	samples := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	read := func() (heap, live uint64) {
@@ -143,6 +156,13 @@ func (m *cycleMeter) measure(b *testing.B, run func() error) {
 		defer t.Stop()
 		for {
 			heap, live := read()
+			if live > baseLive && live-baseLive > m.live && live > peak[1] {
+				// A heap profile is of the last GC's live heap: this one's.
+				if *benchHeapProfile != "" {
+					m.profile.Reset()
+					_ = pprof.Lookup("heap").WriteTo(&m.profile, 0)
+				}
+			}
 			peak = [2]uint64{max(peak[0], heap), max(peak[1], live)}
 			select {
 			case <-stop:
@@ -153,9 +173,14 @@ func (m *cycleMeter) measure(b *testing.B, run func() error) {
 		}
 	}()
 	before := cpuTime()
-	b.StartTimer()
+	b, timed := tb.(*testing.B)
+	if timed {
+		b.StartTimer()
+	}
 	err := run()
-	b.StopTimer()
+	if timed {
+		b.StopTimer()
+	}
 	m.cpu += cpuTime() - before
 	close(stop)
 	peak := <-sampled
@@ -165,8 +190,13 @@ func (m *cycleMeter) measure(b *testing.B, run func() error) {
 	if peak[1] > baseLive {
 		m.live = max(m.live, peak[1]-baseLive)
 	}
+	if *benchHeapProfile != "" && m.profile.Len() > 0 {
+		if err := os.WriteFile(*benchHeapProfile, m.profile.Bytes(), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 

@@ -73,8 +73,9 @@ const dlqBatchBytes = batchBytes / 8
 func (b *dlqBuilder) full() bool { return b.n >= batchRows || b.bytes >= dlqBatchBytes }
 
 // dlqFileSize is the part of the target file size a typed cycle gives its
-// dead-letter writer, which packs a file while the table's writer packs
-// one: the two together stay within TargetFileSize.
+// dead-letter writer, which writes a row group while the table's writer
+// writes one: the two row groups together are a quarter of
+// TargetFileSize, as a binary table's is (ConverterConfig.MemoryBytes).
 func dlqFileSize(target int64) int64 { return max(target/8, 1) }
 
 func (b *dlqBuilder) addDLQ(r *rawRecord, reason, detail string) {
@@ -110,7 +111,7 @@ func startDLQWriter(ctx context.Context, tbl *table.Table, as *arrow.Schema, fil
 				}
 			}
 		}
-		for df, err := range table.WriteRecords(ctx, tbl, as, batches, table.WithTargetFileSize(fileSize)) {
+		for df, err := range writeRecords(ctx, tbl, as, batches, fileSize) {
 			if err != nil {
 				if w.err == nil {
 					w.err = err

@@ -33,5 +33,7 @@
 // (typed layout), typed_route.go (a record's key and value resolved,
 // checked and appended, or sent to the dead letters), typed_convert.go
 // (the typed cycle: segments, evolution, rounds, commits), dlq.go (dead
-// letters), catalog.go, rest.go, maintenance.go, metrics.go.
+// letters), write.go (how Parquet is written, bounding what a cycle holds:
+// ConverterConfig.MemoryBytes), zstd.go (Parquet pages' zstd encoders),
+// catalog.go, rest.go, maintenance.go, metrics.go.
 package iceberg

@@ -60,7 +60,7 @@ func BenchmarkConvertTyped(b *testing.B) {
 	}
 }
 
-func readBenchFile(b *testing.B, name string) []byte {
+func readBenchFile(b testing.TB, name string) []byte {
 	data, err := os.ReadFile(filepath.Join(benchRecords, name))
 	if err != nil {
 		b.Fatal(err)

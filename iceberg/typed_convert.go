@@ -256,8 +256,7 @@ func (w *typedWrite) run(tbl *table.Table, spans []*span) (*table.Transaction, [
 			return nil, nil, err
 		}
 		fileSize := w.c.cfg.TargetFileSize - dlqFileSize(w.c.cfg.TargetFileSize)
-		for df, err := range table.WriteRecords(w.ctx, cur, as, w.segment(cur, as, pull),
-			table.WithTargetFileSize(fileSize)) {
+		for df, err := range writeRecords(w.ctx, cur, as, w.segment(cur, as, pull), fileSize) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("write: %w", err)
 			}

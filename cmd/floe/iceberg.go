@@ -36,8 +36,9 @@ func defaultIcebergFlags() *icebergFlags {
 func devIcebergFlags() *icebergFlags {
 	f := defaultIcebergFlags()
 	f.conv.Interval = 5 * time.Second
-	// Conversion holds a data file's batches before writing it: 32 MiB
-	// files keep it inside a laptop's budgets (memlimit.go).
+	// Conversion holds a row group of a quarter of a file, twice that
+	// while its buffer grows (ConverterConfig.MemoryBytes): 32 MiB files
+	// keep it small beside a laptop's other budgets (memlimit.go).
 	f.conv.TargetFileSize = 32 << 20
 	f.conv.Maintenance.Every = 10 * time.Minute
 	f.conv.Maintenance.SnapshotAge = time.Hour

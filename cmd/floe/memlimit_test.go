@@ -71,10 +71,10 @@ func TestDevMemoryBudgets(t *testing.T) {
 		}
 	}
 	// 32 request + 16 idle + 32 fetch + 64 cache + 8 read-ahead + 16
-	// merges + 3 × 16 key compaction + 40 iceberg (docs/architecture.md,
-	// Memory).
-	if got := agent.SumBudgets(bs); got != 256<<20 {
-		t.Errorf("floe dev's budgets sum to %d MiB, want 256: %+v", got>>20, bs)
+	// merges + 3 × 16 key compaction + 72 iceberg (32 MiB files / 2 +
+	// 56; docs/architecture.md, Memory).
+	if got := agent.SumBudgets(bs); got != 288<<20 {
+		t.Errorf("floe dev's budgets sum to %d MiB, want 288: %+v", got>>20, bs)
 	}
 	f.iceberg.enabled = false
 	if got := agent.SumBudgets(f.memoryBudgets()); got != 216<<20 {

@@ -6,9 +6,12 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +23,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -605,4 +610,39 @@ func asDoubles(typ iceberg.Type, v any) any {
 		return out
 	}
 	return v
+}
+
+// TestFloeTableAuth: where the Kafka listeners ask for SASL the catalog
+// asks for credentials too, and floe table passes a SCRAM user's as HTTP
+// Basic (--user, --password or their variables); without them it is
+// refused, exit status 1, with the catalog's 401 (NotAuthorizedException).
+func TestFloeTableAuth(t *testing.T) {
+	data := t.TempDir()
+	floeUserAdd(t, "sqlite://"+filepath.Join(data, "meta.db"), "admin", "admin-secret")
+	sasl := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startFloe(t, "dev", "--data-dir", data, "--listeners", "SASL_PLAINTEXT://"+sasl,
+		"--sasl-mechanisms", "SCRAM-SHA-256", "--iceberg-interval", "300ms")
+	ctx := testContext(t, 2*time.Minute)
+	cl := newKgo(t, kgo.SeedBrokers(sasl), kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha256Mechanism()),
+		kgo.DefaultProduceTopic("audited"))
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"floe.iceberg.enabled": ptr("true")}, "audited"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catURL := "http://" + p.HTTPAddr + "/iceberg"
+	out, err := exec.CommandContext(ctx, floeBin, "table", "list", "--catalog", catURL).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "NotAuthorizedException: authentication required") {
+		t.Fatalf("floe table list without credentials: %v\n%s", err, out)
+	}
+	waitFor(t, time.Minute, "floe table scan with credentials to read 3 rows", func() bool {
+		cmd := exec.CommandContext(ctx, floeBin, "table", "scan", "audited", "--catalog", catURL, "--user", "admin", "--columns", "value", "-o", "json")
+		cmd.Env = append(os.Environ(), "FLOE_ICEBERG_PASSWORD=admin-secret")
+		out, err := cmd.Output()
+		return err == nil && strings.Count(string(out), "\n") == 3
+	})
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -67,7 +68,9 @@ the column's type.
 Every verb takes --catalog URL (default http://127.0.0.1:8080/iceberg, the
 Iceberg REST catalog on an agent's --http-addr; or $FLOE_ICEBERG_CATALOG),
 --namespace (default floe, or $FLOE_ICEBERG_NAMESPACE), --output text|json
-and --timeout. With --output json, list prints a JSON array and describe
+and --timeout. Where the agent's listeners ask for SASL, so does its
+catalog: --user and --password ($FLOE_ICEBERG_USER, $FLOE_ICEBERG_PASSWORD),
+a SCRAM user of the cluster, or --bearer-token ($FLOE_ICEBERG_BEARER_TOKEN). With --output json, list prints a JSON array and describe
 the table's metadata as the catalog holds it. S3 credentials for reading
 data files are the catalog's vended ones or the usual AWS_* variables.
 An unknown table prints why and exits 1.
@@ -82,8 +85,11 @@ Examples:
 // tableEnv names the environment variables the connection flags fall back
 // to; the verbs' own flags come from the command line alone.
 var tableEnv = map[string]string{
-	"catalog":   "FLOE_ICEBERG_CATALOG",
-	"namespace": "FLOE_ICEBERG_NAMESPACE",
+	"catalog":      "FLOE_ICEBERG_CATALOG",
+	"namespace":    "FLOE_ICEBERG_NAMESPACE",
+	"user":         "FLOE_ICEBERG_USER",
+	"password":     "FLOE_ICEBERG_PASSWORD",
+	"bearer-token": "FLOE_ICEBERG_BEARER_TOKEN",
 }
 
 // tableCmd is one run of floe table.
@@ -92,6 +98,7 @@ type tableCmd struct {
 	out  io.Writer
 
 	catalogURL, namespace string
+	user, password, token string
 	output                string
 	timeout               time.Duration
 
@@ -122,7 +129,7 @@ func runTableTo(args []string, out, errOut io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	cat, err := rest.NewCatalog(ctx, "floe", c.catalogURL)
+	cat, err := rest.NewCatalog(ctx, "floe", c.catalogURL, c.auth()...)
 	if err != nil {
 		return fmt.Errorf("catalog %s: %w", c.catalogURL, err)
 	}
@@ -137,6 +144,20 @@ func runTableTo(args []string, out, errOut io.Writer) error {
 	}
 }
 
+// auth is the catalog client's credentials: an agent whose Kafka listeners
+// ask for SASL asks them of its HTTP endpoints too, HTTP Basic with a
+// SCRAM user or a Bearer OAUTHBEARER token.
+func (c *tableCmd) auth() []rest.Option {
+	switch {
+	case c.token != "":
+		return []rest.Option{rest.WithOAuthToken(c.token)}
+	case c.user != "" || c.password != "":
+		basic := base64.StdEncoding.EncodeToString([]byte(c.user + ":" + c.password))
+		return []rest.Option{rest.WithHeaders(map[string]string{"Authorization": "Basic " + basic})}
+	}
+	return nil
+}
+
 func (c *tableCmd) flags(errOut io.Writer) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet("floe table "+c.verb, flag.ContinueOnError)
 	fs.SetOutput(errOut)
@@ -146,6 +167,9 @@ func (c *tableCmd) flags(errOut io.Writer) (*flag.FlagSet, error) {
 	}
 	fs.StringVar(&c.catalogURL, "catalog", "http://127.0.0.1:8080/iceberg", "the Iceberg REST catalog's `URL` ($FLOE_ICEBERG_CATALOG)")
 	fs.StringVar(&c.namespace, "namespace", "floe", "the tables' `namespace` ($FLOE_ICEBERG_NAMESPACE)")
+	fs.StringVar(&c.user, "user", "", "Basic auth `user`, a SCRAM user of the cluster ($FLOE_ICEBERG_USER)")
+	fs.StringVar(&c.password, "password", "", "Basic auth password (better given as $FLOE_ICEBERG_PASSWORD)")
+	fs.StringVar(&c.token, "bearer-token", "", "Bearer `token`, an OAUTHBEARER JWT ($FLOE_ICEBERG_BEARER_TOKEN)")
 	fs.StringVar(&c.output, "output", "text", "`format` of the output: text or json")
 	fs.StringVar(&c.output, "o", "text", "short for --output")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound on the whole command")

@@ -19,22 +19,82 @@ const (
 	batchBytes = 512 << 10
 )
 
-// batchBuilder lays records out as Arrow record batches of Schema. It is
-// the one place records become columns: typed value columns (a schema
-// registry's decoded values) will be appended here, after the fixed ones.
-type batchBuilder struct {
+// batch is what every builder of record batches shares: the record
+// builder and the rows and bytes added since the last flush.
+type batch struct {
 	b        *array.RecordBuilder
+	n, bytes int
+}
+
+func (b *batch) rows() int  { return b.n }
+func (b *batch) full() bool { return b.n >= batchRows || b.bytes >= batchBytes }
+
+// flush returns the records added since the last flush as one batch; the
+// caller (iceberg-go's writer) releases it.
+func (b *batch) flush() arrow.RecordBatch {
+	b.n, b.bytes = 0, 0
+	return b.b.NewRecordBatch()
+}
+
+func (b *batch) release() { b.b.Release() }
+
+// kafkaCols are the builders of a record's Kafka metadata, the binary
+// table's leading columns and a typed table's _kafka struct alike: field
+// i of partition, offset, timestamp, timestamp_type, key, then the
+// headers list at index headers.
+type kafkaCols struct {
 	part     *array.Int32Builder
 	offset   *array.Int64Builder
 	ts       *array.TimestampBuilder
 	tsType   *array.Int32Builder
 	key      *array.BinaryBuilder
-	value    *array.BinaryBuilder
 	headers  *array.ListBuilder
 	header   *array.StructBuilder
 	hdrKey   *array.StringBuilder
 	hdrValue *array.BinaryBuilder
-	n, bytes int
+}
+
+func newKafkaCols(field func(int) array.Builder, headers int) kafkaCols {
+	hl := field(headers).(*array.ListBuilder)
+	hs := hl.ValueBuilder().(*array.StructBuilder)
+	return kafkaCols{
+		part:     field(0).(*array.Int32Builder),
+		offset:   field(1).(*array.Int64Builder),
+		ts:       field(2).(*array.TimestampBuilder),
+		tsType:   field(3).(*array.Int32Builder),
+		key:      field(4).(*array.BinaryBuilder),
+		headers:  hl,
+		header:   hs,
+		hdrKey:   hs.FieldBuilder(0).(*array.StringBuilder),
+		hdrValue: hs.FieldBuilder(1).(*array.BinaryBuilder),
+	}
+}
+
+// add appends one record's metadata (ts in milliseconds) and returns the
+// bytes it counts for: key, headers and 32 for the fixed columns.
+func (c *kafkaCols) add(partition int32, offset, ts int64, tsType int8, r *kafkaproto.Record) int {
+	c.part.Append(partition)
+	c.offset.Append(offset)
+	c.ts.Append(arrow.Timestamp(ts * 1000))
+	c.tsType.Append(int32(tsType))
+	appendNullable(c.key, r.Key)
+	c.headers.Append(true)
+	n := len(r.Key) + 32
+	for _, h := range r.Headers {
+		c.header.Append(true)
+		c.hdrKey.Append(h.Key)
+		appendNullable(c.hdrValue, h.Value)
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// batchBuilder lays records out as Arrow record batches of Schema: the
+// Kafka columns and the value as bytes.
+type batchBuilder struct {
+	batch
+	kafkaCols
+	value *array.BinaryBuilder
 }
 
 func newBatchBuilder() (*batchBuilder, error) {
@@ -49,40 +109,18 @@ func newBatchBuilder() (*batchBuilder, error) {
 // Schema's (a dead-letter table's adds its error after them).
 func newBatchBuilderFor(as *arrow.Schema) *batchBuilder {
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, as)
-	hl := rb.Field(6).(*array.ListBuilder)
-	hs := hl.ValueBuilder().(*array.StructBuilder)
 	return &batchBuilder{
-		b:        rb,
-		part:     rb.Field(0).(*array.Int32Builder),
-		offset:   rb.Field(1).(*array.Int64Builder),
-		ts:       rb.Field(2).(*array.TimestampBuilder),
-		tsType:   rb.Field(3).(*array.Int32Builder),
-		key:      rb.Field(4).(*array.BinaryBuilder),
-		value:    rb.Field(5).(*array.BinaryBuilder),
-		headers:  hl,
-		header:   hs,
-		hdrKey:   hs.FieldBuilder(0).(*array.StringBuilder),
-		hdrValue: hs.FieldBuilder(1).(*array.BinaryBuilder),
+		batch:     batch{b: rb},
+		kafkaCols: newKafkaCols(rb.Field, 6),
+		value:     rb.Field(5).(*array.BinaryBuilder),
 	}
 }
 
 // add appends one record; ts is in milliseconds.
 func (b *batchBuilder) add(partition int32, offset, ts int64, tsType int8, r *kafkaproto.Record) {
-	b.part.Append(partition)
-	b.offset.Append(offset)
-	b.ts.Append(arrow.Timestamp(ts * 1000))
-	b.tsType.Append(int32(tsType))
-	appendNullable(b.key, r.Key)
+	b.bytes += b.kafkaCols.add(partition, offset, ts, tsType, r) + len(r.Value)
 	appendNullable(b.value, r.Value)
-	b.headers.Append(true)
-	for _, h := range r.Headers {
-		b.header.Append(true)
-		b.hdrKey.Append(h.Key)
-		appendNullable(b.hdrValue, h.Value)
-		b.bytes += len(h.Key) + len(h.Value)
-	}
 	b.n++
-	b.bytes += len(r.Key) + len(r.Value) + 32
 }
 
 func appendNullable(b *array.BinaryBuilder, v []byte) {
@@ -92,15 +130,3 @@ func appendNullable(b *array.BinaryBuilder, v []byte) {
 	}
 	b.Append(v)
 }
-
-func (b *batchBuilder) rows() int  { return b.n }
-func (b *batchBuilder) full() bool { return b.n >= batchRows || b.bytes >= batchBytes }
-
-// flush returns the records added since the last flush as one batch; the
-// caller (iceberg-go's writer) releases it.
-func (b *batchBuilder) flush() arrow.RecordBatch {
-	b.n, b.bytes = 0, 0
-	return b.b.NewRecordBatch()
-}
-
-func (b *batchBuilder) release() { b.b.Release() }

@@ -52,39 +52,17 @@ func TypedSchema() *iceberg.Schema {
 // table's schema: the _kafka struct, and value columns decoded by an
 // avroNode bound to the same schema.
 type typedBuilder struct {
-	b        *array.RecordBuilder
-	kafka    int
-	k        *array.StructBuilder
-	part     *array.Int32Builder
-	offset   *array.Int64Builder
-	ts       *array.TimestampBuilder
-	tsType   *array.Int32Builder
-	key      *array.BinaryBuilder
-	headers  *array.ListBuilder
-	header   *array.StructBuilder
-	hdrKey   *array.StringBuilder
-	hdrValue *array.BinaryBuilder
-	n, bytes int
+	batch
+	kafkaCols
+	kafka int
+	k     *array.StructBuilder
 }
 
 func newTypedBuilder(as *arrow.Schema) *typedBuilder {
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	kafka := as.FieldIndices(ColKafka)[0]
 	k := rb.Field(kafka).(*array.StructBuilder)
-	hl := k.FieldBuilder(5).(*array.ListBuilder)
-	hs := hl.ValueBuilder().(*array.StructBuilder)
-	return &typedBuilder{
-		b: rb, kafka: kafka, k: k,
-		part:     k.FieldBuilder(0).(*array.Int32Builder),
-		offset:   k.FieldBuilder(1).(*array.Int64Builder),
-		ts:       k.FieldBuilder(2).(*array.TimestampBuilder),
-		tsType:   k.FieldBuilder(3).(*array.Int32Builder),
-		key:      k.FieldBuilder(4).(*array.BinaryBuilder),
-		headers:  hl,
-		header:   hs,
-		hdrKey:   hs.FieldBuilder(0).(*array.StringBuilder),
-		hdrValue: hs.FieldBuilder(1).(*array.BinaryBuilder),
-	}
+	return &typedBuilder{batch: batch{b: rb}, kafkaCols: newKafkaCols(k.FieldBuilder, 5), kafka: kafka, k: k}
 }
 
 // add appends one record: its value by vapp into the top-level columns
@@ -136,33 +114,10 @@ func (b *typedBuilder) add(rec *rawRecord, vapp, kapp appender, size int) error 
 }
 
 func (b *typedBuilder) addKafka(rec *rawRecord) {
-	r := rec.r
 	b.k.Append(true)
-	b.part.Append(rec.partition)
-	b.offset.Append(rec.offset)
-	b.ts.Append(arrow.Timestamp(rec.ts * 1000))
-	b.tsType.Append(int32(rec.tsType))
-	appendNullable(b.key, r.Key)
-	b.headers.Append(true)
-	for _, h := range r.Headers {
-		b.header.Append(true)
-		b.hdrKey.Append(h.Key)
-		appendNullable(b.hdrValue, h.Value)
-		b.bytes += len(h.Key) + len(h.Value)
-	}
+	b.bytes += b.kafkaCols.add(rec.partition, rec.offset, rec.ts, rec.tsType, rec.r)
 	b.n++
-	b.bytes += len(r.Key) + 32
 }
-
-func (b *typedBuilder) rows() int  { return b.n }
-func (b *typedBuilder) full() bool { return b.n >= batchRows || b.bytes >= batchBytes }
-
-func (b *typedBuilder) flush() arrow.RecordBatch {
-	b.n, b.bytes = 0, 0
-	return b.b.NewRecordBatch()
-}
-
-func (b *typedBuilder) release() { b.b.Release() }
 
 // rawRecord is one record a read_committed consumer sees, where the
 // converter read it.

@@ -214,7 +214,7 @@
 //     rawConn.send and read, at every registered version, as
 //     TestAdminAPIsAnswered does), a client test in package integration
 //     against a real floe process, and a regression test per fixed bug.
-//  7. The row of docs/compatibility.md's API table: go run ./internal/docgen
+//  7. The row of docs/compatibility.md's API table: go run ./cmd/docgen
 //     writes the versions; write the notes (what floe does differently from
 //     Kafka) by hand. TestDocsUpToDate fails until the table is regenerated.
 package agent

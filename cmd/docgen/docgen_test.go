@@ -28,7 +28,7 @@ func TestDocsUpToDate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("%s is out of date: run `go run ./internal/docgen` at the module root and commit it\n%s", name, firstDifference(string(got), string(want)))
+			t.Errorf("%s is out of date: run `go run ./cmd/docgen` at the module root and commit it\n%s", name, firstDifference(string(got), string(want)))
 		}
 	}
 }

@@ -93,7 +93,7 @@ type ConverterConfig struct {
 // index rows. Measured (TestMaintainMemoryWithinBudget: the same orders
 // in files of a sixteenth of the target, a group of about one target
 // file compacted; each format at 16 MiB files, binary and Avro at the
-// others), live at most: 21 MiB at 4 MiB files, 39 at 16 MiB, 46 at
+// others), live at most: 21 MiB at 4 MiB files, 41 at 16 MiB, 46 at
 // 32 MiB, 63 at 64 MiB, 87 at 128 MiB; with iceberg-go's write
 // properties and reads, 94-120 MiB at 16 MiB files.
 func (c ConverterConfig) MemoryBytes() int64 { return c.TargetFileSize/2 + convertFixedBytes }

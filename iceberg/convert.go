@@ -85,6 +85,17 @@ type ConverterConfig struct {
 // fields, 8 MiB objects, a binary table and each typed format), live at
 // most: 41 MiB at 4 MiB files (budget 58), 49 at 16 MiB (64), 60 at
 // 32 MiB (72), 91 at 128 MiB (120).
+//
+// Maintenance has no term of its own: it runs after a table's cycle, in
+// the same loop (RunOnce), never beside one, and holds less (compact):
+// it writes as a cycle writes (writeTable, one batch queued), reads one
+// small file at a time in batches of about batchBytes, and decodes no
+// index rows. Measured (TestMaintainMemoryWithinBudget: the same orders
+// in files of a sixteenth of the target, a group of about one target
+// file compacted; each format at 16 MiB files, binary and Avro at the
+// others), live at most: 21 MiB at 4 MiB files, 41 at 16 MiB, 46 at
+// 32 MiB, 63 at 64 MiB, 87 at 128 MiB; with iceberg-go's write
+// properties and reads, 94-120 MiB at 16 MiB files.
 func (c ConverterConfig) MemoryBytes() int64 { return c.TargetFileSize/2 + convertFixedBytes }
 
 // convertFixedBytes is the part of MemoryBytes that does not grow with

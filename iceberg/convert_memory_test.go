@@ -39,51 +39,15 @@ func TestConvertMemoryWithinBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("converts 56 MiB of records per format")
 	}
-	for _, f := range []struct {
-		name, mode, schemaType, schema string
-		encode                         func(order) []byte
-		index                          []int
-	}{
-		{"binary", "", "", "", order.json, nil},
-		{"avro", ModeSchemaIDPrefix, "AVRO", "order.avsc", order.avro, nil},
-		{"protobuf", ModeSchemaIDPrefix, "PROTOBUF", "order.proto", order.protobuf, []int{0}},
-		{"json_schema", ModeSchemaIDPrefix, "JSON", "order.schema.json", order.json, nil},
-		{"json", ModeJSON, "", "", order.json, nil},
-	} {
+	for _, f := range orderFormats {
 		t.Run(f.name, func(t *testing.T) {
-			configs := map[string]string{}
-			if f.mode != "" {
-				configs[ConfigValueMode] = f.mode
-			}
-			e := newTypedEnv(t, configs)
+			e := f.env(t)
 			e.conv.cfg.TargetFileSize = *memoryFileSize
-			var frame []byte
-			if f.schema != "" {
-				var out struct{ ID int }
-				e.call("POST", "/subjects/orders-value/versions",
-					map[string]any{"schema": string(readBenchFile(t, f.schema)), "schemaType": f.schemaType}, &out)
-				var h sr.ConfluentHeader
-				var err error
-				if frame, err = h.AppendEncode(nil, out.ID, f.index); err != nil {
-					t.Fatal(err)
-				}
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
 			total := *memoryRecordBytes
 			if total == 0 {
 				total = 14 * *memoryFileSize
 			}
-			var values [][]byte
-			var written, objectBytes int64
-			for written < total {
-				v := append(append([]byte{}, frame...), f.encode(newOrder(rng, written))...)
-				values = append(values, v)
-				written += int64(len(v))
-				if objectBytes += int64(len(v)); objectBytes >= 8<<20 || written >= total {
-					e.produce(values...)
-					values, objectBytes = nil, 0
-				}
-			}
+			written := f.produce(t, e, total)
 			l, err := metadata.AcquireJobLease(e.ctx, e.store, "iceberg/orders", "test", 60e9)
 			if err != nil || l == nil {
 				t.Fatal(err)
@@ -111,6 +75,61 @@ func TestConvertMemoryWithinBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// orderFormat is a table the orders are converted into: binary, or typed
+// in one of the formats.
+type orderFormat struct {
+	name, mode, schemaType, schema string
+	encode                         func(order) []byte
+	index                          []int
+}
+
+var orderFormats = []orderFormat{
+	{"binary", "", "", "", order.json, nil},
+	{"avro", ModeSchemaIDPrefix, "AVRO", "order.avsc", order.avro, nil},
+	{"protobuf", ModeSchemaIDPrefix, "PROTOBUF", "order.proto", order.protobuf, []int{0}},
+	{"json_schema", ModeSchemaIDPrefix, "JSON", "order.schema.json", order.json, nil},
+	{"json", ModeJSON, "", "", order.json, nil},
+}
+
+// env is a typedEnv whose topic orders is converted as f.
+func (f orderFormat) env(t *testing.T) *typedEnv {
+	configs := map[string]string{}
+	if f.mode != "" {
+		configs[ConfigValueMode] = f.mode
+	}
+	return newTypedEnv(t, configs)
+}
+
+// produce produces total bytes of varied orders in objects of 8 MiB (an
+// agent's flush), f's schema registered for them, and returns the bytes
+// produced.
+func (f orderFormat) produce(t *testing.T, e *typedEnv, total int64) int64 {
+	var frame []byte
+	if f.schema != "" {
+		var out struct{ ID int }
+		e.call("POST", "/subjects/orders-value/versions",
+			map[string]any{"schema": string(readBenchFile(t, f.schema)), "schemaType": f.schemaType}, &out)
+		var h sr.ConfluentHeader
+		var err error
+		if frame, err = h.AppendEncode(nil, out.ID, f.index); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var values [][]byte
+	var written, objectBytes int64
+	for written < total {
+		v := append(append([]byte{}, frame...), f.encode(newOrder(rng, written))...)
+		values = append(values, v)
+		written += int64(len(v))
+		if objectBytes += int64(len(v)); objectBytes >= 8<<20 || written >= total {
+			e.produce(values...)
+			values, objectBytes = nil, 0
+		}
+	}
+	return written
 }
 
 // order is one of the benchmarks' orders (testdata/bench/order.avsc).

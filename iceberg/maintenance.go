@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
@@ -87,27 +88,7 @@ func (c *Converter) maintain(ctx context.Context, l *metadata.JobLease, name str
 		name string
 		fn   func(*table.Table) error
 	}{
-		{"compact", func(tbl *table.Table) error {
-			cc := compaction.DefaultConfig()
-			cc.TargetFileSizeBytes = c.cfg.TargetFileSize
-			cc.MinFileSizeBytes = c.cfg.TargetFileSize * 3 / 4
-			cc.MaxFileSizeBytes = c.cfg.TargetFileSize * 9 / 5
-			cc.MinInputFiles = uint(max(m.CompactMinFiles, 2))
-			plan, err := compaction.Analyze(ctx, tbl, cc)
-			if err != nil || len(plan.Groups) == 0 {
-				return err
-			}
-			groups := make([]table.CompactionTaskGroup, len(plan.Groups))
-			for i, g := range plan.Groups {
-				groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
-			}
-			txn := tbl.NewTransaction()
-			if _, err := txn.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{}); err != nil {
-				return err
-			}
-			_, err = txn.Commit(ctx)
-			return err
-		}},
+		{"compact", func(tbl *table.Table) error { return c.compact(ctx, tbl) }},
 		{"rewrite-manifests", func(tbl *table.Table) error {
 			if tbl.CurrentSnapshot() == nil {
 				return nil
@@ -153,4 +134,83 @@ func (c *Converter) maintain(ctx context.Context, l *metadata.JobLease, name str
 		c.metrics.maint.WithLabelValues(name, s.name, result).Inc()
 	}
 	return first
+}
+
+// compact rewrites tbl's small data files into files of TargetFileSize,
+// holding what a cycle does (ConverterConfig.MemoryBytes): compaction's
+// groups are a partition's small files packed up to TargetFileSize, and
+// each is rewritten in turn, read a file at a time in batches of about
+// batchBytes (compactBatchRows) and written as a cycle writes
+// (writeTable: its row groups, pages and dictionaries; one batch queued).
+// The groups are committed together, in one snapshot.
+func (c *Converter) compact(ctx context.Context, tbl *table.Table) error {
+	m := c.cfg.Maintenance
+	cc := compaction.DefaultConfig()
+	cc.TargetFileSizeBytes = c.cfg.TargetFileSize
+	cc.MinFileSizeBytes = c.cfg.TargetFileSize * 3 / 4
+	cc.MaxFileSizeBytes = c.cfg.TargetFileSize * 9 / 5
+	cc.MinInputFiles = uint(max(m.CompactMinFiles, 2))
+	plan, err := compaction.Analyze(ctx, tbl, cc)
+	if err != nil || len(plan.Groups) == 0 {
+		return err
+	}
+	wt, err := writeTable(tbl, c.cfg.TargetFileSize)
+	if err != nil {
+		return err
+	}
+	txn := tbl.NewTransaction()
+	rw := txn.NewRewrite(nil)
+	for _, g := range plan.Groups {
+		rows, err := compactBatchRows(ctx, tbl, g.Tasks)
+		if err != nil {
+			return err
+		}
+		gr, err := table.ExecuteCompactionGroup(ctx, wt,
+			table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes},
+			table.WithCompactionTargetFileSize(c.cfg.TargetFileSize), table.WithCompactionScanConcurrency(1),
+			table.WithCompactionArrowBatchSize(rows), table.WithCompactionRecordBatchBufferSize(1))
+		if err != nil {
+			return err
+		}
+		rw.ApplyResult(gr)
+	}
+	if err := rw.Commit(ctx); err != nil {
+		return err
+	}
+	_, err = txn.Commit(ctx)
+	return err
+}
+
+// compactBatchRows is how many rows make a batch of about batchBytes in
+// tasks' files: batchBytes over the widest row, on average, of any of
+// their row groups (from the Parquet footers, their uncompressed bytes).
+// iceberg-go reads batches of 131072 rows, a whole small file of 1 KiB
+// records at once.
+func compactBatchRows(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask) (int, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var widest int64 = 1
+	for _, t := range tasks {
+		f, err := fs.Open(t.File.FilePath())
+		if err != nil {
+			return 0, err
+		}
+		r, err := file.NewParquetReader(f)
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("read the footer of %s: %w", t.File.FilePath(), err)
+		}
+		for i := range r.NumRowGroups() {
+			rg := r.MetaData().RowGroup(i)
+			if n := rg.NumRows(); n > 0 {
+				widest = max(widest, (rg.TotalByteSize()+n-1)/n)
+			}
+		}
+		if err := r.Close(); err != nil {
+			return 0, err
+		}
+	}
+	return int(max(batchBytes/widest, 1)), nil
 }

@@ -54,8 +54,9 @@ func writeRecords(ctx context.Context, tbl *table.Table, as *arrow.Schema, batch
 }
 
 // writeTable is tbl with the Parquet properties of files of fileSize
-// bytes, for the writer alone: the table keeps its own, which are not
-// committed (a reader and maintenance see the table as it was).
+// bytes, for the writer alone (a cycle's, and maintenance's rewrites,
+// compact): the table keeps its own, which are not committed (a reader
+// sees the table as it was).
 func writeTable(tbl *table.Table, fileSize int64) (*table.Table, error) {
 	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
 	if err != nil {

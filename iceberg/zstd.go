@@ -11,7 +11,7 @@ import (
 // with an encoder arrow-go takes from a pool: klauspost's encoder keeps a
 // history of twice its window, 16 MiB at its default 8 MiB window, for
 // pages that are at most writePageBytes (dictionary pages writeDictBytes;
-// maintenance's rewrites, at iceberg-go's defaults, 1 and 2 MiB). Each
+// maintenance's rewrites write as a cycle does, writeTable). Each
 // writer compressing held one, 18 MiB with its tables: the largest term
 // of a cycle's memory beside its batches. pageWindow covers a page whole,
 // so the pages compress as they did, in an eighth of that.

@@ -110,6 +110,7 @@ build:
 ## test: the whole suite, real PostgreSQL and real MinIO included
 test: deps
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(RACE_PKGS)
+	$(GO) test -count=1 -run 'WithinBudget' ./iceberg/
 	FLOE_REQUIRE_SERVERS=1 $(GO) test -timeout 45m -count=1 ./cmd/... ./deploy/... ./integration/... ./proof/...
 
 ## lint: gofmt, go vet, staticcheck

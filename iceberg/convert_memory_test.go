@@ -36,8 +36,8 @@ var (
 // holds no more live heap (cycleMeter) than ConverterConfig.MemoryBytes,
 // for a binary table and each typed format.
 func TestConvertMemoryWithinBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("converts 56 MiB of records per format")
+	if testing.Short() || raceEnabled {
+		t.Skip("converts 56 MiB of records per format; a bound of the plain build")
 	}
 	for _, f := range orderFormats {
 		t.Run(f.name, func(t *testing.T) {

@@ -21,8 +21,8 @@ var maintainMemoryFileSize = flag.Int64("maintain-memory-file-size", 16<<20,
 // ConverterConfig.MemoryBytes, for a binary table and each typed format;
 // the rows are all kept.
 func TestMaintainMemoryWithinBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("converts and compacts 56 MiB of records per format")
+	if testing.Short() || raceEnabled {
+		t.Skip("converts and compacts 56 MiB of records per format; a bound of the plain build")
 	}
 	fileSize := *maintainMemoryFileSize
 	for _, f := range orderFormats {

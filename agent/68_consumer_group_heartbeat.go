@@ -11,14 +11,16 @@ package agent
 // answers GROUP_ID_NOT_FOUND, as Kafka does without a migration policy.
 // Regex subscriptions (v1 SubscribedTopicRegex) are resolved here, against
 // every topic including internal ones, as Kafka does; a regex Go's RE2 cannot
-// compile is INVALID_REGULAR_EXPRESSION. The heartbeat interval answered and
-// the session timeout applied are the group's configs
+// compile is INVALID_REGULAR_EXPRESSION. A static leave (epoch -2) without
+// the instance id is INVALID_REQUEST, as in Kafka. The heartbeat interval
+// answered and the session timeout applied are the group's configs
 // (consumer.heartbeat.interval.ms, consumer.session.timeout.ms;
 // group_configs.go) where it sets them, else the agent's.
 
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,12 +39,11 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 	req := r.req.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.HeartbeatIntervalMillis = int32(a.coord.ccfg.HeartbeatInterval / time.Millisecond)
-	fail := func(e *kerr.Error) (kmsg.Response, error) {
-		resp.ErrorCode = e.Code
-		msg := e.Message
-		resp.ErrorMessage = &msg
+	failMsg := func(e *kerr.Error, msg string) (kmsg.Response, error) {
+		resp.ErrorCode, resp.ErrorMessage = e.Code, &msg
 		return resp, nil
 	}
+	fail := func(e *kerr.Error) (kmsg.Response, error) { return failMsg(e, e.Message) }
 	if e := a.memberAccess(r, req.Group, req.SubscribedTopicNames); e != nil {
 		return fail(e)
 	}
@@ -51,14 +52,20 @@ func (a *Agent) handleConsumerGroupHeartbeat(ctx context.Context, r *request) (k
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := group.CompileTopicRegex(*req.SubscribedTopicRegex); err != nil {
-			resp.ErrorCode = kerr.InvalidRegularExpression.Code
-			msg := err.Error()
-			resp.ErrorMessage = &msg
-			return resp, nil
+			return failMsg(kerr.InvalidRegularExpression, err.Error())
 		}
 	}
 	if req.Version >= 1 && req.MemberID == "" {
 		return fail(kerr.InvalidRequest) // v1 members bring their own id
+	}
+	// As Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid: an instance
+	// id may be absent but not blank (Java's trim), and a static member's
+	// leave for now (epoch -2) must name it: it is how the member is found.
+	if req.InstanceID != nil && strings.TrimFunc(*req.InstanceID, func(r rune) bool { return r <= ' ' }) == "" {
+		return failMsg(kerr.InvalidRequest, "InstanceId can't be empty.")
+	}
+	if req.MemberEpoch == -2 && req.InstanceID == nil {
+		return failMsg(kerr.InvalidRequest, "InstanceId can't be null.")
 	}
 	byName, byID, err := a.topics.snapshot(ctx)
 	if err != nil {

@@ -193,6 +193,7 @@ type Checker struct {
 	topic string
 	rules Rules
 	ids   []idVerdict
+	buf   [2]idVerdict // ids' first home: a key's and a value's schema
 }
 
 // idVerdict is what a Checker learnt of one (side, id, message index).
@@ -206,7 +207,52 @@ type idVerdict struct {
 
 // NewChecker checks records of topic against its rules through reg.
 func NewChecker(reg Registry, topic string, rules Rules) *Checker {
-	return &Checker{reg: reg, topic: topic, rules: rules}
+	c := &Checker{reg: reg, topic: topic, rules: rules}
+	c.ids = c.buf[:0]
+	return c
+}
+
+// Batch checks the records of one batch as kafkaproto.ValidateRecords
+// walks them (Visit, for RecordRules.Visit), so that the batch is walked
+// once: each record's key, then its value, the first refusal kept per
+// record. A registry failure ends the checking (Err); what Visit saw
+// stands only if the walk accepts the batch.
+type Batch struct {
+	ctx     context.Context
+	c       *Checker
+	Refused []Refused
+	Err     error // the registry's failure, or nil
+}
+
+// Refused is a record of the batch (its index) and why it was refused.
+type Refused struct {
+	Record int32
+	*Refusal
+}
+
+// NewBatch checks one batch of topic's records against its rules.
+func NewBatch(ctx context.Context, reg Registry, topic string, rules Rules) *Batch {
+	return &Batch{ctx: ctx, c: NewChecker(reg, topic, rules)}
+}
+
+// Visit checks record i's key and value.
+func (b *Batch) Visit(i int32, key, value []byte) {
+	if b.Err != nil {
+		return
+	}
+	err := b.c.Check(b.ctx, true, key)
+	if err == nil {
+		err = b.c.Check(b.ctx, false, value)
+	}
+	if err == nil {
+		return
+	}
+	var ref *Refusal
+	if !errors.As(err, &ref) {
+		b.Err = err
+		return
+	}
+	b.Refused = append(b.Refused, Refused{i, ref})
 }
 
 // Check checks one record's key (isKey) or value. A refused record gets a

@@ -14,7 +14,8 @@ package agent
 // pending object. A partition that fails gets the Kafka error code, with
 // the reason in its error message and, from v8, the records at fault; the
 // rest of the request is unaffected. Topics that ask for schema validation
-// have each record checked against the schema registry (validateSchemas).
+// have each record checked against the schema registry as ValidateRecords
+// walks it (validation.Batch, answered by schemaVerdict).
 // acks outside -1, 0 and 1 is INVALID_REQUIRED_ACKS for every partition
 // that passed authorization. acks=1 and acks=-1 both wait until the object is
 // in the bucket and committed; acks=0 gets no answer, and a failure closes

@@ -14,7 +14,8 @@ package agent
 // pending object. A partition that fails gets the Kafka error code, with
 // the reason in its error message and, from v8, the records at fault; the
 // rest of the request is unaffected. Topics that ask for schema validation
-// have each record checked against the schema registry (validateSchemas).
+// have each record checked against the schema registry as ValidateRecords
+// walks it (validation.Batch, answered by schemaVerdict).
 // acks outside -1, 0 and 1 is INVALID_REQUIRED_ACKS for every partition
 // that passed authorization. acks=1 and acks=-1 both wait until the object is
 // in the bucket and committed; acks=0 gets no answer, and a failure closes
@@ -66,6 +67,7 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 		if err != nil {
 			a.log.Warn("produce: topic lookup failed", "topic", rt.Topic, "err", err)
 		}
+		rules := validation.RulesOf(topic.Configs)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -89,12 +91,18 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 				case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 					return kerr.InvalidRequiredAcks // as Kafka's ReplicaManager, after authorization
 				}
-				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), a.recordRules(topic))
+				recRules := a.recordRules(topic)
+				var schemas *validation.Batch
+				if rules.On() && a.cfg.SchemaRegistry != nil {
+					schemas = validation.NewBatch(ctx, a.cfg.SchemaRegistry, rt.Topic, rules)
+					recRules.Visit = schemas.Visit // one walk checks the batch and its schemas
+				}
+				b, verr := validateProduceRecords(req.Version, rp.Records, a.maxMessageBytes(topic), recRules)
 				if verr != nil {
 					return produceError(&sp, verr)
 				}
-				if rules := validation.RulesOf(topic.Configs); rules.On() {
-					if code := a.validateSchemas(ctx, &sp, rt.Topic, rules, b.data); code != nil {
+				if rules.On() {
+					if code := a.schemaVerdict(&sp, rt.Topic, schemas); code != nil {
 						return code
 					}
 				}
@@ -151,54 +159,34 @@ func (a *Agent) handleProduce(ctx context.Context, r *request) (kmsg.Response, e
 	return resp, nil
 }
 
-// validateSchemas checks each record of a batch against the topic's
-// schema rules (package validation): a record refused fails the whole
-// partition with INVALID_RECORD, naming every refused record and why, as
-// Kafka's RecordValidationException answers (v8+ carries the records).
-// The registry's own failure is KAFKA_STORAGE_ERROR, retriable.
-func (a *Agent) validateSchemas(ctx context.Context, sp *kmsg.ProduceResponseTopicPartition, topic string, rules validation.Rules, batch []byte) *kerr.Error {
-	if a.cfg.SchemaRegistry == nil {
+// schemaVerdict answers a partition whose batch was walked with its
+// schema check (schemas; nil when the agent has no registry): a record
+// refused fails the whole partition with INVALID_RECORD, naming every
+// refused record and why, as Kafka's RecordValidationException answers
+// (v8+ carries the records). The registry's own failure is
+// KAFKA_STORAGE_ERROR, retriable.
+func (a *Agent) schemaVerdict(sp *kmsg.ProduceResponseTopicPartition, topic string, schemas *validation.Batch) *kerr.Error {
+	if schemas == nil {
 		msg := errNoRegistry.Error()
 		sp.ErrorMessage = &msg
 		return kerr.InvalidRecord
 	}
-	check := validation.NewChecker(a.cfg.SchemaRegistry, topic, rules)
-	var first string
-	var lookupErr error
-	err := kafkaproto.EachRecord(batch, func(i int32, key, value []byte) error {
-		err := check.Check(ctx, true, key)
-		if err == nil {
-			err = check.Check(ctx, false, value)
-		}
-		if err == nil {
-			return nil
-		}
-		var ref *validation.Refusal
-		if !errors.As(err, &ref) {
-			lookupErr = err
-			return err
-		}
-		a.metrics.schemaFailures.WithLabelValues(topic, string(ref.Reason)).Inc()
+	for _, r := range schemas.Refused {
+		a.metrics.schemaFailures.WithLabelValues(topic, string(r.Reason)).Inc()
 		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-		er.RelativeOffset = i
-		er.ErrorMessage = &ref.Msg
+		er.RelativeOffset = r.Record
+		er.ErrorMessage = &r.Msg
 		sp.ErrorRecords = append(sp.ErrorRecords, er)
-		if first == "" {
-			first = fmt.Sprintf("record %d: %s", i, ref.Msg)
-		}
-		return nil
-	})
-	if lookupErr != nil {
-		a.log.Warn("produce: schema registry look-up failed", "topic", topic, "err", lookupErr)
+	}
+	if schemas.Err != nil {
+		a.log.Warn("produce: schema registry look-up failed", "topic", topic, "err", schemas.Err)
 		return kerr.KafkaStorageError
 	}
-	if err != nil {
-		return kerr.CorruptMessage
-	}
-	if first == "" {
+	if len(schemas.Refused) == 0 {
 		return nil
 	}
-	if n := len(sp.ErrorRecords); n > 1 {
+	first := fmt.Sprintf("record %d: %s", schemas.Refused[0].Record, schemas.Refused[0].Msg)
+	if n := len(schemas.Refused); n > 1 {
 		first += fmt.Sprintf(" (and %d more records refused)", n-1)
 	}
 	sp.ErrorMessage = &first

@@ -165,7 +165,7 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func readBenchFile(b *testing.B, name string) []byte {
+func readBenchFile(b testing.TB, name string) []byte {
 	data, err := os.ReadFile(filepath.Join(benchRecords, name))
 	if err != nil {
 		b.Fatal(err)
@@ -175,7 +175,7 @@ func readBenchFile(b *testing.B, name string) []byte {
 
 // registerBench registers schema under subject through the registry's
 // HTTP handler and returns its id.
-func registerBench(b *testing.B, reg SchemaRegistry, subject, schemaType string, schema []byte) int {
+func registerBench(b testing.TB, reg SchemaRegistry, subject, schemaType string, schema []byte) int {
 	body, _ := json.Marshal(map[string]string{"schema": string(schema), "schemaType": schemaType})
 	w := httptest.NewRecorder()
 	reg.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/subjects/"+subject+"/versions", bytes.NewReader(body)))

@@ -253,16 +253,17 @@ func FuzzDecodeRecords(f *testing.F) {
 			if len(recs) != int(h.NumRecords) {
 				t.Fatalf("%d records, header says %d", len(recs), h.NumRecords)
 			}
-			// EachRecord visits what DecodeRecords decodes.
+			// What ValidateRecords accepts, its Visit sees as DecodeRecords
+			// decodes it.
 			i := 0
-			if err := EachRecord(b, func(_ int32, key, value []byte) error {
-				if !bytes.Equal(key, recs[i].Key) || !bytes.Equal(value, recs[i].Value) || (key == nil) != (recs[i].Key == nil) {
-					t.Fatalf("record %d: EachRecord and DecodeRecords disagree", i)
+			visit := func(_ int32, key, value []byte) {
+				if i >= len(recs) || !bytes.Equal(key, recs[i].Key) || !bytes.Equal(value, recs[i].Value) || (key == nil) != (recs[i].Key == nil) || (value == nil) != (recs[i].Value == nil) {
+					t.Fatalf("record %d: Visit saw %q %q, DecodeRecords %q %q", i, key, value, recs[i].Key, recs[i].Value)
 				}
 				i++
-				return nil
-			}); err != nil || i != len(recs) {
-				t.Fatalf("EachRecord visited %d of %d records: %v", i, len(recs), err)
+			}
+			if err := ValidateRecords(b, RecordRules{Visit: visit}); err == nil && i != len(recs) {
+				t.Fatalf("Visit saw %d of %d records", i, len(recs))
 			}
 		}
 		check(batch)

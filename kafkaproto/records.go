@@ -96,42 +96,6 @@ func decodeRecords(data []byte, n int32) ([]Record, error) {
 	return recs, nil
 }
 
-// EachRecord calls fn with the key and value of each record of one v2
-// batch (nil when null), in order, decompressing the batch whole first as
-// DecodeRecords does; key and value alias the batch or the decompressed
-// bytes and are valid only during the call. It builds no Record, so a batch
-// in memory costs no allocation per record. An error from fn ends the walk
-// and is returned; a malformed batch is an error wrapping ErrMalformed.
-func EachRecord(batch []byte, fn func(i int32, key, value []byte) error) error {
-	h, err := ParseBatchHeader(batch)
-	if err != nil {
-		return err
-	}
-	if h.Magic != 2 || h.TotalSize() != len(batch) || h.NumRecords < 0 {
-		return fmt.Errorf("%w: not a whole v2 record batch", ErrMalformed)
-	}
-	data := batch[BatchHeaderSize:]
-	if c := h.Codec(); c != 0 {
-		if data, err = decompress(c, data, maxDecompressed); err != nil {
-			return fmt.Errorf("%w: codec %d: %w", ErrMalformed, c, err)
-		}
-	}
-	w := recordWalk{reader: reader{b: data}, n: h.NumRecords}
-	for {
-		info, ok := w.next(nil)
-		if !ok {
-			break
-		}
-		if err := fn(w.i-1, info.key, info.value); err != nil {
-			return err
-		}
-	}
-	if err := w.done(); err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	return nil
-}
-
 // recordWalk reads the n records of one batch's records section in order,
 // as Kafka's record iterator does: each record's length within what is
 // left, its fields filling exactly that length, n records and not a byte

@@ -17,6 +17,15 @@ type RecordRules struct {
 	// whose cleanup.policy includes compact: key compaction could never
 	// supersede them.
 	KeyRequired bool
+	// Visit, when set, is called with each record's index, key and value
+	// (nil when null) in order as the walk reads them, so that a caller
+	// who looks at every record (the schema check) walks and decompresses
+	// the batch once. Key and value alias the batch or the stream's window
+	// and are valid only during the call. The walk may fail after some
+	// calls: what Visit saw stands only if ValidateRecords returns nil.
+	// Uncompressed batches and raw snappy blocks are walked once; other
+	// codecs, streamed, are decompressed whole for Visit once they pass.
+	Visit func(i int32, key, value []byte)
 }
 
 // CleanupPolicy parses a cleanup.policy value, a comma-separated list of
@@ -94,9 +103,29 @@ func validateRecords(batch []byte, rules RecordRules, limit int) error {
 	case c > 4:
 		return &RecordError{Err: kerr.CorruptMessage, Message: fmt.Sprintf("unknown compression codec %d", c)}
 	default:
+		visit := rules.Visit
+		v.rules.Visit = nil // a stream's window does not keep keys and values
 		err = streamRecords(c, data, h.NumRecords, limit, &v)
+		if err == nil && len(v.bad) == 0 && visit != nil {
+			err = visitWhole(c, data, h.NumRecords, limit, visit)
+		}
 	}
 	return v.result(err)
+}
+
+// visitWhole shows visit the records of a compressed batch that passed the
+// streamed walk, decompressed whole (the bound is limit) and walked again
+// in memory.
+func visitWhole(codec int8, data []byte, n int32, limit int, visit func(int32, []byte, []byte)) error {
+	out, err := decompress(codec, data, limit)
+	if err != nil {
+		if errors.Is(err, errDecompressedTooLarge) {
+			return err
+		}
+		return &decompressError{err}
+	}
+	v := validation{rules: RecordRules{Visit: visit}}
+	return v.walk(&recordWalk{reader: reader{b: out}, n: n})
 }
 
 // validation is one ValidateRecords call: its rules and the records found
@@ -115,6 +144,9 @@ func (v *validation) walk(w *recordWalk) error {
 			return w.done()
 		}
 		i := w.i - 1
+		if v.rules.Visit != nil {
+			v.rules.Visit(i, info.key, info.value)
+		}
 		switch {
 		case info.offsetDelta != i:
 			v.fault(i, "offset delta", info.offsetDelta)

@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	havro "github.com/hamba/avro/v2"
@@ -92,18 +94,31 @@ type Rules struct{ Key, Value Rule }
 // On reports whether any record of the topic is checked.
 func (r Rules) On() bool { return r.Key.Mode != Off || r.Value.Mode != Off }
 
+// aliasesOf lists each floe name's aliases in a fixed order, Confluent's
+// before Redpanda's.
+var aliasesOf = func() map[string][]string {
+	m := map[string][]string{}
+	for _, alias := range slices.Sorted(maps.Keys(Aliases)) {
+		m[Aliases[alias]] = append(m[Aliases[alias]], alias)
+	}
+	return m
+}()
+
 // RulesOf reads a topic's rules from its configs, floe's names over the
-// aliases. Values are assumed valid (CheckMode, CheckStrategy at write).
+// aliases, Confluent's over Redpanda's. Values are assumed valid
+// (CheckMode, CheckStrategy at write). It runs for every produced topic:
+// a few map look-ups, no allocation.
 func RulesOf(configs map[string]string) Rules {
+	if len(configs) == 0 {
+		return Rules{}
+	}
 	get := func(name string) string {
 		if v, ok := configs[name]; ok {
 			return v
 		}
-		for alias, n := range Aliases {
-			if n == name {
-				if v, ok := configs[alias]; ok {
-					return v
-				}
+		for _, alias := range aliasesOf[name] {
+			if v, ok := configs[alias]; ok {
+				return v
 			}
 		}
 		return ""
@@ -193,20 +208,68 @@ type Checker struct {
 	topic string
 	rules Rules
 	ids   []idVerdict
+	buf   [2]idVerdict // ids' first home: a key's and a value's schema
 }
 
 // idVerdict is what a Checker learnt of one (side, id, message index).
 type idVerdict struct {
 	key    bool
 	id     int
-	index  string // Protobuf's message indexes, when the subject depends on them
+	index  []int // Protobuf's message indexes, when the subject depends on them
 	schema schemaregistry.Schema
 	err    error // the id's refusal, or nil
 }
 
 // NewChecker checks records of topic against its rules through reg.
 func NewChecker(reg Registry, topic string, rules Rules) *Checker {
-	return &Checker{reg: reg, topic: topic, rules: rules}
+	c := &Checker{reg: reg, topic: topic, rules: rules}
+	c.ids = c.buf[:0]
+	return c
+}
+
+// Batch checks the records of one batch as kafkaproto.ValidateRecords
+// walks them (Visit, for RecordRules.Visit), so that the batch is walked
+// once: each record's key, then its value, the first refusal kept per
+// record. A registry failure ends the checking (Err); what Visit saw
+// stands only if the walk accepts the batch.
+type Batch struct {
+	ctx     context.Context
+	c       Checker
+	Refused []Refused
+	Err     error // the registry's failure, or nil
+}
+
+// Refused is a record of the batch (its index) and why it was refused.
+type Refused struct {
+	Record int32
+	*Refusal
+}
+
+// NewBatch checks one batch of topic's records against its rules.
+func NewBatch(ctx context.Context, reg Registry, topic string, rules Rules) *Batch {
+	b := &Batch{ctx: ctx, c: Checker{reg: reg, topic: topic, rules: rules}}
+	b.c.ids = b.c.buf[:0]
+	return b
+}
+
+// Visit checks record i's key and value.
+func (b *Batch) Visit(i int32, key, value []byte) {
+	if b.Err != nil {
+		return
+	}
+	err := b.c.Check(b.ctx, true, key)
+	if err == nil {
+		err = b.c.Check(b.ctx, false, value)
+	}
+	if err == nil {
+		return
+	}
+	var ref *Refusal
+	if !errors.As(err, &ref) {
+		b.Err = err
+		return
+	}
+	b.Refused = append(b.Refused, Refused{i, ref})
 }
 
 // Check checks one record's key (isKey) or value. A refused record gets a
@@ -227,30 +290,32 @@ func (c *Checker) Check(ctx context.Context, isKey bool, data []byte) error {
 	if err != nil {
 		return &Refusal{Unframed, fmt.Sprintf("%s is not framed with a schema id (magic byte 0 and a 4-byte id)", side)}
 	}
-	var sch schemaregistry.Schema
-	if v := c.verdict(isKey, id, ""); v != nil {
-		sch = v.schema
-	} else if sch, err = c.reg.SchemaByID(ctx, id); errors.Is(err, schemaregistry.ErrUnknownSchema) {
-		return &Refusal{UnknownID, fmt.Sprintf("%s names schema id %d, which the registry does not have", side, id)}
-	} else if err != nil {
-		return fmt.Errorf("schema %d: %w", id, err)
+	var sch *schemaregistry.Schema // not copied per record: it is large
+	if v := c.verdict(isKey, id, false, nil); v != nil {
+		sch = &v.schema
+	} else {
+		s, err := c.reg.SchemaByID(ctx, id)
+		if errors.Is(err, schemaregistry.ErrUnknownSchema) {
+			return &Refusal{UnknownID, fmt.Sprintf("%s names schema id %d, which the registry does not have", side, id)}
+		} else if err != nil {
+			return fmt.Errorf("schema %d: %w", id, err)
+		}
+		sch = &s
 	}
 	// Protobuf's message indexes are read only when they matter: to
 	// decode the payload, or to name a record subject. Under
 	// TopicNameStrategy in mode true a record is its framed id alone.
 	var index []int
-	indexKey := ""
+	byIndex := false
 	if sch.Type == format.Protobuf && (rule.Mode == Full || rule.Strategy != TopicName) {
 		if index, rest, err = h.DecodeIndex(rest, 64); err != nil {
 			return &Refusal{BadIndex, fmt.Sprintf("%s's Protobuf message indexes do not decode: %v", side, err)}
 		}
-		if rule.Strategy != TopicName {
-			indexKey = fmt.Sprint(index)
-		}
+		byIndex = rule.Strategy != TopicName
 	}
-	v := c.verdict(isKey, id, indexKey)
+	v := c.verdict(isKey, id, byIndex, index)
 	if v == nil {
-		c.ids = append(c.ids, idVerdict{key: isKey, id: id, index: indexKey, schema: sch,
+		c.ids = append(c.ids, idVerdict{key: isKey, id: id, index: index, schema: *sch,
 			err: c.subjectHolds(ctx, side, rule, sch, id, index)})
 		v = &c.ids[len(c.ids)-1]
 	}
@@ -261,11 +326,11 @@ func (c *Checker) Check(ctx context.Context, isKey bool, data []byte) error {
 }
 
 // verdict is what the batch learnt of (side, id) and, when the subject
-// depends on it, the message index (indexKey; "" when it does not, which
-// also finds the schema of an id whatever its index), or nil.
-func (c *Checker) verdict(isKey bool, id int, indexKey string) *idVerdict {
+// depends on it (byIndex), the message index; without byIndex it also
+// finds the schema of an id whatever its index. Nil if nothing.
+func (c *Checker) verdict(isKey bool, id int, byIndex bool, index []int) *idVerdict {
 	for i := range c.ids {
-		if v := &c.ids[i]; v.key == isKey && v.id == id && (indexKey == "" || v.index == indexKey) {
+		if v := &c.ids[i]; v.key == isKey && v.id == id && (!byIndex || slices.Equal(v.index, index)) {
 			return v
 		}
 	}
@@ -273,7 +338,7 @@ func (c *Checker) verdict(isKey bool, id int, indexKey string) *idVerdict {
 }
 
 // subjectHolds checks that the record's subject holds schema id.
-func (c *Checker) subjectHolds(ctx context.Context, side string, rule Rule, s schemaregistry.Schema, id int, index []int) error {
+func (c *Checker) subjectHolds(ctx context.Context, side string, rule Rule, s *schemaregistry.Schema, id int, index []int) error {
 	subject, err := subjectOf(c.topic, side, rule.Strategy, s, index)
 	if err != nil {
 		return &Refusal{BadIndex, fmt.Sprintf("%s: %v", side, err)}
@@ -289,7 +354,7 @@ func (c *Checker) subjectHolds(ctx context.Context, side string, rule Rule, s sc
 }
 
 // decodes checks a payload against its schema (mode full).
-func (c *Checker) decodes(side string, id int, s schemaregistry.Schema, index []int, payload []byte) error {
+func (c *Checker) decodes(side string, id int, s *schemaregistry.Schema, index []int, payload []byte) error {
 	if err := s.Parsed.Validate(index, payload); err != nil {
 		if errors.Is(err, format.ErrUnknownIndex) {
 			return &Refusal{BadIndex, fmt.Sprintf("%s: %v", side, err)}
@@ -310,7 +375,7 @@ func Check(ctx context.Context, reg Registry, topic string, isKey bool, rule Rul
 }
 
 // subjectOf names the subject of a record's schema under a strategy.
-func subjectOf(topic, side string, st Strategy, s schemaregistry.Schema, index []int) (string, error) {
+func subjectOf(topic, side string, st Strategy, s *schemaregistry.Schema, index []int) (string, error) {
 	if st == TopicName {
 		return topic + "-" + side, nil
 	}

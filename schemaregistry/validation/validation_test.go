@@ -151,6 +151,8 @@ func TestRulesOf(t *testing.T) {
 			validation.Rules{Key: validation.Rule{Mode: validation.ID, Strategy: validation.RecordName}}},
 		{map[string]string{"redpanda.value.schema.id.validation": "true", "floe.value.schema.validation": "false"},
 			validation.Rules{}}, // floe's name wins
+		{map[string]string{"redpanda.value.schema.id.validation": "true", "confluent.value.schema.validation": "full"},
+			validation.Rules{Value: validation.Rule{Mode: validation.Full}}}, // and Confluent's Redpanda's
 	} {
 		if got := validation.RulesOf(c.configs); got != c.want {
 			t.Errorf("RulesOf(%v) = %+v, want %+v", c.configs, got, c.want)

@@ -254,16 +254,9 @@ func (c *schemaCmd) flags() (*flag.FlagSet, error) {
 // connection flags not given from the environment, and checks what the
 // verb needs.
 func (c *schemaCmd) parse(fs *flag.FlagSet, args []string) error {
-	pos, flags := splitPositional(fs, args)
-	if err := fs.Parse(flags); err != nil {
+	pos, err := parseArgs(fs, args, schemaEnv)
+	if err != nil {
 		return err
-	}
-	for name, env := range schemaEnv {
-		if v, ok := os.LookupEnv(env); ok && !isSet(fs, name) {
-			if err := fs.Set(name, v); err != nil {
-				return fmt.Errorf("%s: %w", env, err)
-			}
-		}
 	}
 	if c.output != "text" && c.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", c.output)
@@ -333,6 +326,24 @@ func (c *schemaCmd) parse(fs *flag.FlagSet, args []string) error {
 		}
 	}
 	return nil
+}
+
+// parseArgs parses args, flags and positional arguments in any order
+// (splitPositional), and sets each flag of env not given from its
+// environment variable. It returns the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string, env map[string]string) ([]string, error) {
+	pos, flags := splitPositional(fs, args)
+	if err := fs.Parse(flags); err != nil {
+		return nil, err
+	}
+	for name, variable := range env {
+		if v, ok := os.LookupEnv(variable); ok && !isSet(fs, name) {
+			if err := fs.Set(name, v); err != nil {
+				return nil, fmt.Errorf("%s: %w", variable, err)
+			}
+		}
+	}
+	return pos, nil
 }
 
 // splitPositional separates the positional arguments from the flags and

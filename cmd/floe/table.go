@@ -189,16 +189,9 @@ func (c *tableCmd) flags(errOut io.Writer) (*flag.FlagSet, error) {
 // parse parses args, flags and NAME in any order, fills the connection
 // flags not given from the environment, and checks what the verb needs.
 func (c *tableCmd) parse(fs *flag.FlagSet, args []string) error {
-	pos, flags := splitPositional(fs, args)
-	if err := fs.Parse(flags); err != nil {
+	pos, err := parseArgs(fs, args, tableEnv)
+	if err != nil {
 		return err
-	}
-	for name, env := range tableEnv {
-		if v, ok := os.LookupEnv(env); ok && !isSet(fs, name) {
-			if err := fs.Set(name, v); err != nil {
-				return fmt.Errorf("%s: %w", env, err)
-			}
-		}
 	}
 	switch {
 	case c.output != "text" && c.output != "json":
